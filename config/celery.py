@@ -1,0 +1,11 @@
+"""Celery: inline (eager) in embedded mode, real workers when CELERY_BROKER_URL is set."""
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+app = Celery("engram")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()

@@ -1,0 +1,259 @@
+"""Engram settings: one file, driven by the environment, failing loudly on bad values.
+
+Environment:
+  DEBUG               1/0 (default 1). With 0 the site is in production mode and
+                      requires SECRET_KEY and ALLOWED_HOSTS.
+  SECRET_KEY          required in production mode.
+  ALLOWED_HOSTS       comma-separated; required in production mode.
+  DATABASE_URL        postgres://... with the vector extension; without it Engram runs
+                      an embedded PostgreSQL (pgserver) under $ENGRAM_HOME.
+  ENGRAM_HOME         data directory of the embedded mode (default .engram/ in the project).
+  CELERY_BROKER_URL   redis://...; without it background tasks run inline.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_str(name: str, default: str = "") -> str:
+    return os.environ.get(name, default).strip()
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    value = raw.strip().lower()
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    if value in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean: use 1/0, true/false, yes/no or on/off.")
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a whole number.") from None
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        raise ImproperlyConfigured(f"{name}={value} is out of range [{minimum}, {maximum}].")
+    return value
+
+
+def env_float(name: str, default: float, *, minimum: float = 0.0, maximum: float = 1.0) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number.") from None
+    if not minimum <= value <= maximum:
+        raise ImproperlyConfigured(f"{name}={value} is out of range [{minimum}, {maximum}].")
+    return value
+
+
+TESTING = "pytest" in sys.modules or env_bool("ENGRAM_TESTING", False)
+DEBUG = env_bool("DEBUG", True)
+
+SECRET_KEY = env_str("SECRET_KEY")
+ALLOWED_HOSTS = [h.strip() for h in env_str("ALLOWED_HOSTS").split(",") if h.strip()]
+if not DEBUG:
+    missing = [name for name, value in (("SECRET_KEY", SECRET_KEY), ("ALLOWED_HOSTS", ALLOWED_HOSTS)) if not value]
+    if missing:
+        raise ImproperlyConfigured(
+            f"Production mode (DEBUG=0) needs {' and '.join(missing)}. "
+            "Set SECRET_KEY to a long random string and ALLOWED_HOSTS to the site's host names "
+            "(comma-separated), or run with DEBUG=1 for local use."
+        )
+    if len(SECRET_KEY) < 50:
+        raise ImproperlyConfigured("SECRET_KEY must be at least 50 characters in production mode.")
+else:
+    SECRET_KEY = SECRET_KEY or "engram-insecure-development-key-do-not-use-in-production-0123456789"
+    ALLOWED_HOSTS = ALLOWED_HOSTS or ["127.0.0.1", "localhost", "testserver", "[::1]"]
+
+ENGRAM_HOME = Path(env_str("ENGRAM_HOME") or BASE_DIR / ".engram").resolve()
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "drf_spectacular",
+    "django_htmx",
+    "template_partials",
+    "guardian",
+    "memory",
+    "agents",
+    "review",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    }
+]
+
+
+# --- Database -----------------------------------------------------------------------------
+def _database_from_url(url: str) -> dict[str, Any]:
+    import dj_database_url
+
+    try:
+        config = dict(dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True))
+    except Exception as exc:
+        raise ImproperlyConfigured(f"DATABASE_URL could not be parsed ({exc}). Expected postgres://user:pass@host:5432/db.") from None
+    if config.get("ENGINE") != "django.db.backends.postgresql":
+        raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (postgres:// or postgresql://) with the vector extension.")
+    return config
+
+
+DATABASE_URL = env_str("DATABASE_URL")
+EMBEDDED_DATABASE = not DATABASE_URL
+if DATABASE_URL:
+    DATABASES = {"default": _database_from_url(DATABASE_URL)}
+else:
+    from config.embedded import ensure_embedded_postgres
+
+    _embedded = ensure_embedded_postgres(ENGRAM_HOME, env_str("ENGRAM_DB_NAME") or "engram")
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": env_str("ENGRAM_DB_NAME") or "engram",
+            "USER": "postgres",
+            "PASSWORD": "",
+            "HOST": _embedded.socket_dir,
+            "PORT": str(_embedded.port),
+            "CONN_MAX_AGE": 60,
+            "CONN_HEALTH_CHECKS": True,
+        }
+    }
+DATABASES["default"].setdefault("OPTIONS", {})
+DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", 5)
+DATABASES["default"]["TEST"] = {"NAME": env_str("ENGRAM_TEST_DB_NAME") or "test_engram"}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "guardian.backends.ObjectPermissionBackend",
+]
+AUTH_PASSWORD_VALIDATORS = [] if DEBUG else [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "/admin/login/"
+LOGIN_REDIRECT_URL = "/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+# --- Security (production mode) ------------------------------------------------------------
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("ENGRAM_MAX_BODY_BYTES", 2_000_000, minimum=10_000)
+if not DEBUG:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000, minimum=0)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SECURE_CONTENT_TYPE_NOSNIFF = True
+    CSRF_TRUSTED_ORIGINS = [f"https://{h}" for h in ALLOWED_HOSTS if h != "*"]
+X_FRAME_OPTIONS = "DENY"
+
+# --- API ---------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["agents.auth.AgentKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["agents.auth.IsAgent"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "EXCEPTION_HANDLER": "agents.api.errors.exception_handler",
+    "UNAUTHENTICATED_USER": None,
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 50,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Engram agent API",
+    "DESCRIPTION": "Governed long-term memory for AI agents. Authenticate with `Authorization: Bearer <agent key>`.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# --- Background work ----------------------------------------------------------------------
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL")
+CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+if CELERY_BROKER_URL and not CELERY_BROKER_URL.startswith(("redis://", "rediss://", "memory://")):
+    raise ImproperlyConfigured("CELERY_BROKER_URL must be a redis:// URL (or leave it unset to run tasks inline).")
+
+# --- Engram ------------------------------------------------------------------------------
+# Threads per process for the embedding model: one keeps latency stable under contention.
+ENGRAM_EMBED_THREADS = env_int("ENGRAM_EMBED_THREADS", 1, minimum=1, maximum=64)
+ENGRAM_EMBED_BATCH = env_int("ENGRAM_EMBED_BATCH", 64, minimum=1, maximum=1024)
+ENGRAM_FACT_MAX_CHARS = env_int("ENGRAM_FACT_MAX_CHARS", 16_000, minimum=1_000)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL") or "INFO"},
+    "loggers": {"pgserver": {"level": "WARNING"}, "sentence_transformers": {"level": "WARNING"}},
+}

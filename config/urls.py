@@ -1,0 +1,35 @@
+from django.contrib import admin
+from django.http import HttpRequest, HttpResponse
+from django.urls import include, path
+
+from agents.api.errors import json_404, json_500
+
+
+def healthz(request: HttpRequest) -> HttpResponse:
+    from memory.health import health_response
+
+    return health_response(request)
+
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/v1/", include("agents.api.urls")),
+    path("healthz", healthz, name="healthz"),
+    path("", include("review.urls")),
+]
+
+
+def handler404(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if request.path.startswith("/api/"):
+        return json_404(request, exception)
+    from django.views.defaults import page_not_found
+
+    return page_not_found(request, exception)
+
+
+def handler500(request: HttpRequest) -> HttpResponse:
+    if request.path.startswith("/api/"):
+        return json_500(request)
+    from django.views.defaults import server_error
+
+    return server_error(request)

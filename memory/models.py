@@ -1,0 +1,479 @@
+"""Engram's data model (SPEC §1–§4, lifecycle fields of §7).
+
+Writes go through memory.services; reads through memory.selectors and the querysets in
+memory.querysets, whose `visible_to(agent)` is the one place grants and workspaces apply.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+from pgvector.django import HnswIndex, VectorField
+
+from memory.querysets import FactQuerySet, MemoryDomainQuerySet, PolicyQuerySet, WorkspaceQuerySet
+
+EMBEDDING_DIM = 384
+
+
+# --- Tenancy ------------------------------------------------------------------------------
+class Workspace(models.Model):
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    policy_budget_chars = models.PositiveIntegerField(
+        default=2000, help_text="Characters the active policies may add to every dispatch before the site warns."
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = WorkspaceQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class WorkspaceMembership(models.Model):
+    """A person's access to a workspace's pages; admins manage grants and see every domain."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="engram_memberships")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memberships")
+    is_admin = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "workspace"], name="membership_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.workspace}{' (admin)' if self.is_admin else ''}"
+
+
+class Repo(models.Model):
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="repos")
+    slug = models.SlugField(max_length=100)
+    name = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["workspace", "slug"]
+        constraints = [models.UniqueConstraint(fields=["workspace", "slug"], name="repo_unique_per_workspace")]
+
+    def __str__(self) -> str:
+        return f"{self.workspace.slug}/{self.slug}"
+
+
+class Role(models.Model):
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="roles")
+    name = models.SlugField(max_length=64)
+    description = models.CharField(max_length=300, blank=True)
+
+    class Meta:
+        ordering = ["workspace", "name"]
+        constraints = [models.UniqueConstraint(fields=["workspace", "name"], name="role_unique_per_workspace")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+# --- Domains and grants (SPEC §2) ---------------------------------------------------------
+class MemoryDomain(models.Model):
+    """A store of facts and policies: workspace-wide (repo is null) or scoped to one repo."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="domains")
+    repo = models.ForeignKey(Repo, null=True, blank=True, on_delete=models.CASCADE, related_name="domains")
+    name = models.SlugField(max_length=64)
+    description = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = MemoryDomainQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["workspace", "repo__slug", "name"]
+        permissions = [("review_domain", "Can review pending items in this domain")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "name"], condition=Q(repo__isnull=True), name="domain_unique_workspace_wide"
+            ),
+            models.UniqueConstraint(
+                fields=["workspace", "repo", "name"], condition=Q(repo__isnull=False), name="domain_unique_per_repo"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.label
+
+    @property
+    def label(self) -> str:
+        """`architecture` or `repo:<slug>/architecture`, as the API shows domains."""
+        return f"repo:{self.repo.slug}/{self.name}" if self.repo_id else self.name
+
+
+class GrantLevel(models.TextChoices):
+    NONE = "none", "none"
+    READ = "read", "read"
+    WRITE = "write", "write"
+
+
+class AccessGrant(models.Model):
+    """(role, domain) → level. No row means read (SPEC §2: reads fail open on purpose)."""
+
+    role = models.ForeignKey(Role, on_delete=models.CASCADE, related_name="grants")
+    domain = models.ForeignKey(MemoryDomain, on_delete=models.CASCADE, related_name="grants")
+    level = models.CharField(max_length=5, choices=GrantLevel.choices)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["role", "domain"], name="grant_unique_role_domain"),
+            models.CheckConstraint(condition=Q(level__in=GrantLevel.values), name="grant_level_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role} on {self.domain}: {self.level}"
+
+
+# --- Facts (SPEC §3, §7) ------------------------------------------------------------------
+class MemoryType(models.TextChoices):
+    COMMITMENT = "commitment"
+    EVENT = "event"
+    OBSERVATION = "observation"
+    DECISION = "decision"
+    CONVENTION = "convention"
+    PROCEDURE = "procedure"
+    PROFILE = "profile"
+
+
+class Veracity(models.TextChoices):
+    HUMAN_STATED = "human_stated"
+    AGENT_INFERRED = "agent_inferred"
+    IMPORTED = "imported"
+    TOOL_GENERATED = "tool_generated"
+
+
+VERACITY_WEIGHT: dict[str, float] = {
+    Veracity.HUMAN_STATED: 1.0,
+    Veracity.AGENT_INFERRED: 0.7,
+    Veracity.IMPORTED: 0.6,
+    Veracity.TOOL_GENERATED: 0.5,
+}
+
+
+class FactStatus(models.TextChoices):
+    ACTIVE = "active"
+    CHALLENGED = "challenged"
+    DEPRECATED = "deprecated"
+    ARCHIVED = "archived"
+
+
+class ValidatedBy(models.TextChoices):
+    NONE = "", "not validated"
+    REPLAY = "replay"
+    HUMAN = "human"
+
+
+class DecayProfile(models.Model):
+    """Weibull parameters per memory type (SPEC §3): weight(t) = exp(-(t/λ)^k)."""
+
+    memory_type = models.CharField(max_length=20, choices=MemoryType.choices, unique=True)
+    scale_days = models.FloatField(help_text="λ, in days")
+    shape = models.FloatField(help_text="k")
+    stale_after_days = models.PositiveIntegerField(
+        default=180, help_text="An active fact not validated for this long is challenged as stale (SPEC §7)."
+    )
+
+    class Meta:
+        ordering = ["memory_type"]
+        constraints = [
+            models.CheckConstraint(condition=Q(scale_days__gt=0), name="decay_scale_positive"),
+            models.CheckConstraint(condition=Q(shape__gt=0), name="decay_shape_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.memory_type}: λ={self.scale_days:g}d k={self.shape:g}"
+
+
+class Fact(models.Model):
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="facts")
+    domain = models.ForeignKey(MemoryDomain, on_delete=models.PROTECT, related_name="facts")
+    topic = models.CharField(max_length=200)
+    content = models.TextField()
+    confidence = models.FloatField()
+    memory_type = models.CharField(max_length=20, choices=MemoryType.choices)
+    veracity = models.CharField(max_length=20, choices=Veracity.choices, default=Veracity.AGENT_INFERRED)
+    source_observations = models.ManyToManyField("Observation", blank=True, related_name="facts")
+
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="supersedes"
+    )
+    superseded_at = models.DateTimeField(null=True, blank=True)
+    supersede_reason = models.CharField(max_length=500, blank=True)
+
+    observed_at = models.DateTimeField(default=timezone.now, help_text="When it was true.")
+    valid_until = models.DateTimeField(null=True, blank=True, help_text="Hard expiry: never recalled after.")
+    created_at = models.DateTimeField(default=timezone.now)
+    last_mentioned_at = models.DateTimeField(default=timezone.now, help_text="Decay age is measured from here.")
+    recall_count = models.PositiveIntegerField(default=0)
+    mention_count = models.PositiveIntegerField(default=1)
+    last_recalled_at = models.DateTimeField(null=True, blank=True)
+
+    # Lifecycle (SPEC §7)
+    status = models.CharField(max_length=12, choices=FactStatus.choices, default=FactStatus.ACTIVE)
+    status_changed_at = models.DateTimeField(default=timezone.now)
+    origin = models.CharField(max_length=40, default="agent", help_text="agent, human, promotion, remember_review, memory_agent, import…")
+    origin_candidate_id = models.BigIntegerField(null=True, blank=True, help_text="The promotion candidate it came from.")
+    validated_by = models.CharField(max_length=10, choices=ValidatedBy.choices, default=ValidatedBy.NONE, blank=True)
+    valid_for = models.JSONField(default=list, blank=True, help_text="Where it applies (scope).")
+    not_valid_for = models.JSONField(default=list, blank=True, help_text="Where it does not apply (anti-scope).")
+    verification = models.TextField(blank=True, help_text="How it is verified (the probe).")
+    last_validated_at = models.DateTimeField(null=True, blank=True)
+    verification_contract_version = models.CharField(max_length=40, blank=True)
+
+    # Provenance
+    human_edited = models.BooleanField(default=False)
+    source = models.CharField(max_length=60, default="agent_api")
+    source_file = models.CharField(max_length=500, blank=True)
+    source_layer = models.CharField(max_length=40, blank=True)
+    rationale = models.TextField(blank=True)
+    created_by_agent = models.ForeignKey(
+        "agents.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="facts"
+    )
+    created_by_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="engram_facts"
+    )
+
+    # Search
+    search_vector = models.GeneratedField(
+        expression=SearchVector("topic", weight="A", config="english")
+        + SearchVector("content", weight="B", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
+    embedded_at = models.DateTimeField(null=True, blank=True)
+
+    objects = FactQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(confidence__gte=0) & Q(confidence__lte=1), name="fact_confidence_0_1"),
+            models.CheckConstraint(condition=~Q(superseded_by=models.F("id")), name="fact_not_self_superseded"),
+            models.CheckConstraint(
+                condition=Q(superseded_by__isnull=True) | Q(superseded_at__isnull=False),
+                name="fact_superseded_has_time",
+            ),
+            models.CheckConstraint(condition=Q(memory_type__in=MemoryType.values), name="fact_memory_type_valid"),
+            models.CheckConstraint(condition=Q(veracity__in=Veracity.values), name="fact_veracity_valid"),
+            models.CheckConstraint(condition=Q(status__in=FactStatus.values), name="fact_status_valid"),
+            models.CheckConstraint(condition=~Q(content=""), name="fact_content_not_empty"),
+            models.CheckConstraint(condition=Q(mention_count__gte=1), name="fact_mentioned_at_least_once"),
+        ]
+        indexes = [
+            GinIndex(fields=["search_vector"], name="fact_search_gin"),
+            HnswIndex(
+                name="fact_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+            models.Index(
+                fields=["domain", "topic"], name="fact_live_by_topic", condition=Q(superseded_by__isnull=True)
+            ),
+            models.Index(fields=["workspace", "status", "-last_mentioned_at"], name="fact_recent_activity"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} [{self.domain_id}/{self.topic}] {self.content[:60]}"
+
+    @property
+    def is_live(self) -> bool:
+        """Not replaced and not retired: conflict detection compares against live facts."""
+        return self.superseded_by_id is None and self.status in (FactStatus.ACTIVE, FactStatus.CHALLENGED)
+
+    @property
+    def is_recallable(self) -> bool:
+        expired = self.valid_until is not None and self.valid_until <= timezone.now()
+        return self.superseded_by_id is None and self.status == FactStatus.ACTIVE and not expired
+
+
+# --- Policies, conflicts, agents' private memory (SPEC §4) ---------------------------------
+class Policy(models.Model):
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="policies")
+    domain = models.ForeignKey(MemoryDomain, on_delete=models.PROTECT, related_name="policies")
+    rule = models.TextField()
+    required_role = models.ForeignKey(Role, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    active = models.BooleanField(default=True)
+    derived_from = models.ManyToManyField(Fact, blank=True, related_name="policies")
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="supersedes"
+    )
+    superseded_at = models.DateTimeField(null=True, blank=True)
+    supersede_reason = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    created_by_agent = models.ForeignKey("agents.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    objects = PolicyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["domain__name", "created_at"]
+        verbose_name_plural = "policies"
+        constraints = [
+            models.CheckConstraint(condition=~Q(rule=""), name="policy_rule_not_empty"),
+            models.CheckConstraint(
+                condition=Q(superseded_by__isnull=True) | Q(active=False), name="policy_superseded_is_inactive"
+            ),
+            models.UniqueConstraint(fields=["superseded_by"], name="policy_one_predecessor_per_successor"),
+        ]
+
+    def __str__(self) -> str:
+        return f"[{self.domain}] {self.rule[:80]}"
+
+
+class Conflict(models.Model):
+    """Two facts on one domain and topic that disagreed, and the rule that decided."""
+
+    class Rule(models.TextChoices):
+        VERACITY = "veracity", "higher veracity"
+        CONFIDENCE = "confidence", "higher confidence"
+        RECENCY = "recency", "newer"
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="conflicts")
+    domain = models.ForeignKey(MemoryDomain, on_delete=models.CASCADE, related_name="conflicts")
+    topic = models.CharField(max_length=200)
+    winner = models.ForeignKey(Fact, on_delete=models.PROTECT, related_name="conflicts_won")
+    loser = models.ForeignKey(Fact, on_delete=models.PROTECT, related_name="conflicts_lost")
+    rule = models.CharField(max_length=12, choices=Rule.choices)
+    similarity = models.FloatField()
+    detected_by = models.CharField(max_length=20, default="write", help_text="write, harmonize")
+    detected_at = models.DateTimeField(default=timezone.now)
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    reviewed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["-detected_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=~Q(winner=models.F("loser")), name="conflict_two_facts"),
+            models.CheckConstraint(condition=Q(rule__in=["veracity", "confidence", "recency"]), name="conflict_rule_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.winner_id} beat #{self.loser_id} by {self.rule}"
+
+
+class Observation(models.Model):
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="observations")
+    agent = models.ForeignKey("agents.Agent", on_delete=models.CASCADE, related_name="observations")
+    text = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [models.CheckConstraint(condition=~Q(text=""), name="observation_text_not_empty")]
+
+    def __str__(self) -> str:
+        return self.text[:80]
+
+
+class WorkingMemory(models.Model):
+    """One private scratchpad per agent, injected verbatim into its dispatches."""
+
+    agent = models.OneToOneField("agents.Agent", on_delete=models.CASCADE, related_name="working_memory")
+    notes = models.TextField(blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name_plural = "working memories"
+
+    def __str__(self) -> str:
+        return f"notes of {self.agent_id}"
+
+
+class HotMemory(models.Model):
+    """Session-scoped entries (`remember`) waiting for consolidation."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="hot_memories")
+    agent = models.ForeignKey("agents.Agent", on_delete=models.CASCADE, related_name="hot_memories")
+    session_id = models.CharField(max_length=200)
+    content = models.TextField()
+    domain = models.ForeignKey(MemoryDomain, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    topic = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    consolidated_at = models.DateTimeField(null=True, blank=True)
+    consolidated_fact = models.ForeignKey(Fact, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        verbose_name_plural = "hot memories"
+        indexes = [models.Index(fields=["agent", "session_id"], name="hot_by_session")]
+        constraints = [models.CheckConstraint(condition=~Q(content=""), name="hot_content_not_empty")]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}: {self.content[:60]}"
+
+
+# --- Episodes: the knowledge graph's edges (SPEC §4) -----------------------------------------
+class Episode(models.Model):
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="episodes")
+    agent = models.ForeignKey("agents.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="episodes")
+    kind = models.CharField(max_length=30, help_text="dispatch, search, session, meeting, run, review, import…")
+    title = models.CharField(max_length=300, blank=True)
+    started_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now)
+    facts = models.ManyToManyField(Fact, through="EpisodeFact", related_name="episodes")
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        indexes = [models.Index(fields=["workspace", "-started_at"], name="episode_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.pk} {self.title[:60]}"
+
+
+class EpisodeFact(models.Model):
+    class Relation(models.TextChoices):
+        WRITTEN = "written"
+        RECALLED = "recalled"
+
+    episode = models.ForeignKey(Episode, on_delete=models.CASCADE, related_name="links")
+    fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="episode_links")
+    relation = models.CharField(max_length=10, choices=Relation.choices)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["episode", "fact", "relation"], name="episode_fact_unique")]
+        indexes = [models.Index(fields=["fact", "episode"], name="episode_fact_by_fact")]
+
+    def __str__(self) -> str:
+        return f"episode {self.episode_id} {self.relation} fact {self.fact_id}"
+
+
+# --- Audit -------------------------------------------------------------------------------
+class AuditEvent(models.Model):
+    """Written by every service that changes state, in the same transaction."""
+
+    workspace = models.ForeignKey(Workspace, null=True, blank=True, on_delete=models.CASCADE, related_name="audit_events")
+    actor_agent = models.ForeignKey("agents.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    actor_user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    actor_label = models.CharField(max_length=200)
+    verb = models.CharField(max_length=60)
+    target_type = models.CharField(max_length=60, blank=True)
+    target_id = models.BigIntegerField(null=True, blank=True)
+    detail = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["workspace", "-created_at"], name="audit_recent"),
+            models.Index(fields=["target_type", "target_id"], name="audit_by_target"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.actor_label} {self.verb} {self.target_type}#{self.target_id}"

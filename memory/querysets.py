@@ -1,0 +1,71 @@
+"""QuerySet methods that read like English. `visible_to(agent)` is the only place that applies
+workspaces and grants: every read path (API, preamble, search, MCP) starts from it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from django.db import models
+from django.db.models import Exists, OuterRef, Q
+from django.utils import timezone
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+    from agents.models import Agent
+
+
+def _none_grant_for(agent: Agent, domain_ref: str) -> Exists:
+    from memory.models import AccessGrant, GrantLevel
+
+    return Exists(
+        AccessGrant.objects.filter(role_id=agent.role_id, domain_id=OuterRef(domain_ref), level=GrantLevel.NONE)
+    )
+
+
+class WorkspaceQuerySet(models.QuerySet):
+    def for_user(self, user: AbstractBaseUser | AnonymousUser) -> WorkspaceQuerySet:
+        """Workspaces a person may see: all for superusers, their memberships otherwise."""
+        if not user.is_authenticated:
+            return self.none()
+        if user.is_superuser:
+            return self
+        return self.filter(memberships__user=user).distinct()
+
+
+class MemoryDomainQuerySet(models.QuerySet):
+    def visible_to(self, agent: Agent) -> MemoryDomainQuerySet:
+        """Domains of the agent's workspace on which its role does not hold `none`."""
+        return self.filter(workspace_id=agent.workspace_id).exclude(_none_grant_for(agent, "pk"))
+
+
+class FactQuerySet(models.QuerySet):
+    def visible_to(self, agent: Agent) -> FactQuerySet:
+        """Facts of the agent's workspace outside the domains its role holds `none` on."""
+        return self.filter(workspace_id=agent.workspace_id).exclude(_none_grant_for(agent, "domain_id"))
+
+    def in_workspace(self, workspace_id: int) -> FactQuerySet:
+        return self.filter(workspace_id=workspace_id)
+
+    def live(self) -> FactQuerySet:
+        """Not superseded and not retired (active or challenged): what conflicts compare against."""
+        return self.filter(superseded_by__isnull=True, status__in=["active", "challenged"])
+
+    def recallable(self, now: Any = None) -> FactQuerySet:
+        """What agents may be shown: live, active, and not past valid_until."""
+        now = now or timezone.now()
+        return self.filter(superseded_by__isnull=True, status="active").filter(
+            Q(valid_until__isnull=True) | Q(valid_until__gt=now)
+        )
+
+    def needing_embedding(self) -> FactQuerySet:
+        return self.filter(embedding__isnull=True)
+
+
+class PolicyQuerySet(models.QuerySet):
+    def visible_to(self, agent: Agent) -> PolicyQuerySet:
+        """Policies of the agent's workspace outside `none` domains."""
+        return self.filter(workspace_id=agent.workspace_id).exclude(_none_grant_for(agent, "domain_id"))
+
+    def active(self) -> PolicyQuerySet:
+        return self.filter(active=True, superseded_by__isnull=True)

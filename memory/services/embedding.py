@@ -1,0 +1,50 @@
+"""Writing fact vectors. Inference happens outside any transaction; the row is then updated
+only if it still has no vector (or its text is unchanged), so a rerun is harmless."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.db import transaction
+from django.utils import timezone
+
+from memory.embeddings import chunks, embed_texts, fact_text
+from memory.models import Fact
+
+
+def embed_fact(*, fact_id: int) -> bool:
+    """Embed one fact now. Returns False when it no longer exists or already has a vector."""
+    row = Fact.objects.filter(pk=fact_id, embedding__isnull=True).values("topic", "content").first()
+    if row is None:
+        return False
+    [vector] = embed_texts([fact_text(row["topic"], row["content"])])
+    updated = Fact.objects.filter(pk=fact_id, embedding__isnull=True).update(embedding=vector, embedded_at=timezone.now())
+    return bool(updated)
+
+
+def embed_missing(
+    *, limit: int | None = None, everything: bool = False, batch_size: int = 64,
+    progress: Callable[[int], None] | None = None,
+) -> int:
+    """Embed facts lacking a vector (or all facts with `everything`) in batches; returns the count."""
+    qs = Fact.objects.all() if everything else Fact.objects.needing_embedding()
+    ids = list(qs.order_by("pk").values_list("pk", flat=True)[: limit or None])
+    done = 0
+    for batch in chunks(ids, batch_size):
+        rows = list(Fact.objects.filter(pk__in=batch).values_list("pk", "topic", "content"))
+        vectors = embed_texts([fact_text(topic, content) for _, topic, content in rows], batch_size=batch_size)
+        now = timezone.now()
+        with transaction.atomic():
+            objs = [Fact(pk=pk, embedding=vec, embedded_at=now) for (pk, _, _), vec in zip(rows, vectors, strict=True)]
+            Fact.objects.bulk_update(objs, ["embedding", "embedded_at"])
+        done += len(rows)
+        if progress:
+            progress(len(rows))
+    return done
+
+
+def schedule_embedding(fact_id: int) -> None:
+    """Queue the embedding for after the current transaction commits."""
+    from memory.tasks import embed_fact as embed_fact_task
+
+    transaction.on_commit(lambda: embed_fact_task.delay(fact_id))

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ReviewConfig(AppConfig):
+    name = "review"
+    default_auto_field = "django.db.models.BigAutoField"

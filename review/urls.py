@@ -1,0 +1,9 @@
+from django.urls import path
+
+from review import views
+
+app_name = "review"
+
+urlpatterns = [
+    path("", views.dashboard, name="dashboard"),
+]
