@@ -31,7 +31,9 @@ class AgentKeyAuthentication(BaseAuthentication):
         if header[0].lower() != self.keyword.lower().encode():
             raise exceptions.AuthenticationFailed("Use `Authorization: Bearer <agent key>`.", code="invalid_key")
         if len(header) != 2:
-            raise exceptions.AuthenticationFailed("Malformed Authorization header: `Bearer <agent key>`.", code="invalid_key")
+            raise exceptions.AuthenticationFailed(
+                "Malformed Authorization header: `Bearer <agent key>`.", code="invalid_key"
+            )
         try:
             key = header[1].decode("ascii")
         except UnicodeDecodeError:

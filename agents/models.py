@@ -34,7 +34,9 @@ class Agent(models.Model):
     role = models.ForeignKey("memory.Role", on_delete=models.PROTECT, related_name="agents")
     name = models.SlugField(max_length=100)
     key_hash = models.CharField(max_length=64, unique=True, editable=False)
-    key_hint = models.CharField(max_length=16, editable=False, help_text="First characters of the key, to tell keys apart.")
+    key_hint = models.CharField(
+        max_length=16, editable=False, help_text="First characters of the key, to tell keys apart."
+    )
     created_at = models.DateTimeField(default=timezone.now)
     revoked_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)

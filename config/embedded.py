@@ -40,15 +40,18 @@ def ensure_embedded_postgres(home: Path, dbname: str) -> EmbeddedDatabase:
     """Start (or attach to) the embedded server and make sure `dbname` exists."""
     home.mkdir(parents=True, exist_ok=True)
     runtime = home / "run"
-    runtime.mkdir(exist_ok=True)
+    runtime.mkdir(mode=0o700, exist_ok=True)
+    runtime.chmod(0o700)
     # pgserver keeps an inter-process lock under the user runtime dir; root has none by default.
     os.environ.setdefault("XDG_RUNTIME_DIR", str(runtime))
     try:
         import pgserver
-        from pgserver._commands import pg_ctl
+        from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
     except ImportError:
-        _fail("the 'pgserver' package is missing. Run `make run` (it installs everything) "
-              "or set DATABASE_URL to a PostgreSQL server with the vector extension.")
+        _fail(
+            "the 'pgserver' package is missing. Run `make run` (it installs everything) "
+            "or set DATABASE_URL to a PostgreSQL server with the vector extension."
+        )
         raise  # unreachable, for type checkers
 
     pgdata = home / "pg"
@@ -82,7 +85,7 @@ def _ensure_database(socket_dir: str, port: int, dbname: str) -> None:
 
 def stop_embedded_postgres(home: Path) -> None:
     """Stop the server (used by fault tests and `make stop`)."""
-    from pgserver._commands import pg_ctl
+    from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
 
     pgdata = home / "pg"
     if (pgdata / "postmaster.pid").exists():

@@ -96,6 +96,7 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_htmx",
     "template_partials",
     "guardian",
@@ -141,9 +142,13 @@ def _database_from_url(url: str) -> dict[str, Any]:
     try:
         config = dict(dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True))
     except Exception as exc:
-        raise ImproperlyConfigured(f"DATABASE_URL could not be parsed ({exc}). Expected postgres://user:pass@host:5432/db.") from None
+        raise ImproperlyConfigured(
+            f"DATABASE_URL could not be parsed ({exc}). Expected postgres://user:pass@host:5432/db."
+        ) from None
     if config.get("ENGINE") != "django.db.backends.postgresql":
-        raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (postgres:// or postgresql://) with the vector extension.")
+        raise ImproperlyConfigured(
+            "DATABASE_URL must point at PostgreSQL (postgres:// or postgresql://) with the vector extension."
+        )
     return config
 
 
@@ -177,10 +182,14 @@ AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
     "guardian.backends.ObjectPermissionBackend",
 ]
-AUTH_PASSWORD_VALIDATORS = [] if DEBUG else [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
-    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
-]
+AUTH_PASSWORD_VALIDATORS = (
+    []
+    if DEBUG
+    else [
+        {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+        {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    ]
+)
 LOGIN_URL = "/admin/login/"
 LOGIN_REDIRECT_URL = "/"
 
@@ -227,6 +236,10 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
     "COMPONENT_SPLIT_REQUEST": True,
+    # Swagger UI served from our own static files: the site works without internet access.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Background work ----------------------------------------------------------------------

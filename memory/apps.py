@@ -1,6 +1,17 @@
+import os
+import threading
+
 from django.apps import AppConfig
 
 
 class MemoryConfig(AppConfig):
     name = "memory"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Web processes load the embedding model in the background at start, so the first
+        # search does not pay the ~5 s torch import.
+        if os.environ.get("ENGRAM_PRELOAD_MODEL") == "1":
+            from memory.embeddings import get_model
+
+            threading.Thread(target=get_model, name="engram-model-preload", daemon=True).start()

@@ -11,7 +11,12 @@ from memory.models import AuditEvent
 
 
 def record_event(
-    *, actor: Actor, verb: str, workspace_id: int | None, target: models.Model | None = None, detail: dict[str, Any] | None = None
+    *,
+    actor: Actor,
+    verb: str,
+    workspace_id: int | None,
+    target: models.Model | None = None,
+    detail: dict[str, Any] | None = None,
 ) -> AuditEvent:
     return AuditEvent.objects.create(
         workspace_id=workspace_id,
@@ -19,7 +24,7 @@ def record_event(
         actor_user=actor.user,
         actor_label=actor.label,
         verb=verb,
-        target_type=target._meta.model_name if target is not None else "",
+        target_type=(target._meta.model_name or "") if target is not None else "",
         target_id=target.pk if target is not None else None,
         detail=detail or {},
     )

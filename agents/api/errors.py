@@ -51,7 +51,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         logger.warning("database unavailable: %s", exc)
         return Response(
             error_body("database_unavailable", "The database is unavailable; retry shortly."),
-            status=status.HTTP_503_SERVICE_UNAVAILABLE, headers={"Retry-After": "2"},
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": "2"},
         )
     if isinstance(exc, DatabaseError):
         return None  # a real bug: let it surface as a 500 and be logged
@@ -64,14 +65,27 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return response
     if isinstance(exc, exceptions.AuthenticationFailed | exceptions.NotAuthenticated):
         code = exc.get_codes() if isinstance(exc.get_codes(), str) else "authentication_failed"
-        code = {"not_authenticated": "not_authenticated", "authentication_failed": "invalid_key"}.get(str(code), str(code))
+        code = {"not_authenticated": "not_authenticated", "authentication_failed": "invalid_key"}.get(
+            str(code), str(code)
+        )
         response.data = error_body(code, str(exc.detail))
         response.status_code = status.HTTP_401_UNAUTHORIZED
         return response
     code = next((c for cls, c in _CODES.items() if isinstance(exc, cls)), "error")
-    if isinstance(exc, exceptions.APIException) and isinstance(exc.get_codes(), str) and exc.get_codes() not in (
-        "error", "permission_denied", "not_found", "parse_error", "throttled", "method_not_allowed",
-        "unsupported_media_type", "not_acceptable",
+    if (
+        isinstance(exc, exceptions.APIException)
+        and isinstance(exc.get_codes(), str)
+        and exc.get_codes()
+        not in (
+            "error",
+            "permission_denied",
+            "not_found",
+            "parse_error",
+            "throttled",
+            "method_not_allowed",
+            "unsupported_media_type",
+            "not_acceptable",
+        )
     ):
         code = str(exc.get_codes())
     detail = str(exc.detail) if isinstance(exc, exceptions.APIException) else str(exc)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
 
-
-class ErrorSerializer(serializers.Serializer):
-    code = serializers.CharField()
-    detail = serializers.CharField()
-    fields = serializers.DictField()
+# `fields` cannot be a declared field name on a DRF Serializer class, hence the inline form.
+ErrorSerializer = inline_serializer(
+    name="Error",
+    fields={
+        "code": serializers.CharField(help_text="stable snake_case error code"),
+        "detail": serializers.CharField(help_text="a human sentence"),
+        "fields": serializers.DictField(help_text="field name → messages, for 400s"),
+    },
+)
 
 
 class MeSerializer(serializers.Serializer):

@@ -18,13 +18,18 @@ def embed_fact(*, fact_id: int) -> bool:
     if row is None:
         return False
     [vector] = embed_texts([fact_text(row["topic"], row["content"])])
-    updated = Fact.objects.filter(pk=fact_id, embedding__isnull=True).update(embedding=vector, embedded_at=timezone.now())
+    updated = Fact.objects.filter(pk=fact_id, embedding__isnull=True).update(
+        embedding=vector, embedded_at=timezone.now()
+    )
     return bool(updated)
 
 
 def embed_missing(
-    *, limit: int | None = None, everything: bool = False, batch_size: int = 64,
-    progress: Callable[[int], None] | None = None,
+    *,
+    limit: int | None = None,
+    everything: bool = False,
+    batch_size: int = 64,
+    progress: Callable[[int], object] | None = None,
 ) -> int:
     """Embed facts lacking a vector (or all facts with `everything`) in batches; returns the count."""
     qs = Fact.objects.all() if everything else Fact.objects.needing_embedding()

@@ -21,7 +21,8 @@ def parse_domain_label(label: str) -> tuple[str | None, str]:
     if not match:
         raise InvalidInput(
             f"{label!r} is not a domain label: use `name` or `repo:<slug>/name`.",
-            code="invalid_domain", fields={"domain": ["Use `name` or `repo:<slug>/name`."]},
+            code="invalid_domain",
+            fields={"domain": ["Use `name` or `repo:<slug>/name`."]},
         )
     return match.group("repo"), match.group("name")
 
@@ -51,7 +52,9 @@ def get_or_create_role(*, workspace: Workspace, name: str, by: Actor) -> Role:
 
 
 @transaction.atomic
-def create_domain(*, workspace: Workspace, name: str, repo: Repo | None = None, description: str = "", by: Actor) -> MemoryDomain:
+def create_domain(
+    *, workspace: Workspace, name: str, repo: Repo | None = None, description: str = "", by: Actor
+) -> MemoryDomain:
     """Create a domain and give `write` on it to every role that exists now (SPEC §2).
 
     Returns the existing domain unchanged when it is already there."""
@@ -64,13 +67,18 @@ def create_domain(*, workspace: Workspace, name: str, repo: Repo | None = None, 
     roles = list(Role.objects.filter(workspace=workspace).order_by("pk"))
     AccessGrant.objects.bulk_create([AccessGrant(role=r, domain=domain, level=GrantLevel.WRITE) for r in roles])
     record_event(
-        actor=by, verb="domain.created", workspace_id=workspace.pk, target=domain,
+        actor=by,
+        verb="domain.created",
+        workspace_id=workspace.pk,
+        target=domain,
         detail={"label": domain.label, "write_granted_to": [r.name for r in roles]},
     )
     return domain
 
 
-def resolve_domain(*, workspace_id: int, label: str | None = None, name: str | None = None, repo_slug: str | None = None) -> MemoryDomain:
+def resolve_domain(
+    *, workspace_id: int, label: str | None = None, name: str | None = None, repo_slug: str | None = None
+) -> MemoryDomain:
     """Find a domain by label (`repo:<slug>/name`) or by name plus optional repo. Raises NotFound."""
     if label is not None:
         repo_slug, name = parse_domain_label(label)
@@ -79,7 +87,11 @@ def resolve_domain(*, workspace_id: int, label: str | None = None, name: str | N
     domain = qs.first()
     if domain is None:
         shown = f"repo:{repo_slug}/{name}" if repo_slug else name
-        raise NotFound(f"No domain {shown!r} in this workspace.", code="unknown_domain", fields={"domain": [f"Unknown domain {shown!r}."]})
+        raise NotFound(
+            f"No domain {shown!r} in this workspace.",
+            code="unknown_domain",
+            fields={"domain": [f"Unknown domain {shown!r}."]},
+        )
     return domain
 
 
@@ -87,8 +99,11 @@ def resolve_domain(*, workspace_id: int, label: str | None = None, name: str | N
 def set_grant(*, role: Role, domain: MemoryDomain, level: str, by: Actor) -> AccessGrant:
     """Set one (role, domain) grant; audited with the previous level."""
     if level not in GrantLevel.values:
-        raise InvalidInput(f"Grant level must be one of {', '.join(GrantLevel.values)}.", code="invalid_grant_level",
-                           fields={"level": ["Use none, read or write."]})
+        raise InvalidInput(
+            f"Grant level must be one of {', '.join(GrantLevel.values)}.",
+            code="invalid_grant_level",
+            fields={"level": ["Use none, read or write."]},
+        )
     if role.workspace_id != domain.workspace_id:
         raise InvalidInput("Role and domain belong to different workspaces.", code="invalid_grant")
     grant = AccessGrant.objects.select_for_update().filter(role=role, domain=domain).first()
@@ -100,7 +115,10 @@ def set_grant(*, role: Role, domain: MemoryDomain, level: str, by: Actor) -> Acc
         grant.updated_at = timezone.now()
         grant.save(update_fields=["level", "updated_at"])
     record_event(
-        actor=by, verb="grant.changed", workspace_id=domain.workspace_id, target=grant,
+        actor=by,
+        verb="grant.changed",
+        workspace_id=domain.workspace_id,
+        target=grant,
         detail={"role": role.name, "domain": domain.label, "from": previous, "to": level},
     )
     return grant

@@ -1,0 +1,66 @@
+# Engram — the two commands: `make run` and `make test`.
+SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.installed-$(shell cksum requirements.txt | cut -d' ' -f1)
+PORT ?= 8000
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+# pip warns about every optional local index that does not exist on this machine; hide that noise.
+QUIET_PIP := grep -v "is ignored: it is neither a file nor a directory" || true
+
+.PHONY: help install run test lint format bench eval load stop clean serve-prod
+
+help:
+	@echo "make run    install everything, start the embedded PostgreSQL, load the demo, serve on 127.0.0.1:$(PORT)"
+	@echo "make test   lint (ruff, mypy) then the whole test suite on real PostgreSQL"
+	@echo "make bench  recall and ingest benchmarks (not part of make test)"
+	@echo "make stop   stop the embedded PostgreSQL"
+
+$(STAMP): requirements.txt
+	@echo "==> Creating $(VENV) and installing Engram's dependencies (about a minute the first time)…"
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(PIP) install -q --upgrade pip 2>&1 | $(QUIET_PIP)
+	@echo "==> torch (CPU build) and sentence-transformers…"
+	@$(PIP) install -q torch==2.13.0 sentence-transformers==6.2.0 2>&1 | $(QUIET_PIP)
+	@echo "==> everything else…"
+	@$(PIP) install -q -r requirements.txt 2>&1 | $(QUIET_PIP)
+	@$(PY) -c "import django, torch, sentence_transformers, pgserver, pgvector" || { echo "Installation is incomplete: see the pip output above."; exit 1; }
+	@rm -f $(VENV)/.installed-*
+	@touch $(STAMP)
+	@echo "==> Dependencies installed."
+
+install: $(STAMP)
+
+run: install
+	@$(PY) manage.py engram_up --port $(PORT)
+	@ENGRAM_PRELOAD_MODEL=1 $(PY) manage.py runserver 127.0.0.1:$(PORT) --noreload
+
+lint: install
+	@echo "==> ruff"
+	@$(VENV)/bin/ruff check .
+	@$(VENV)/bin/ruff format --check .
+	@echo "==> mypy"
+	@$(VENV)/bin/mypy config memory agents review
+
+format: install
+	@$(VENV)/bin/ruff format .
+	@$(VENV)/bin/ruff check --fix .
+
+test: lint
+	@echo "==> pytest (real PostgreSQL + pgvector, real MiniLM, Chromium for browser tests)"
+	@$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: install
+	@$(PY) -m bench.run $(BENCH_ARGS)
+
+stop: install
+	@$(PY) -m config.embedded stop
+
+clean: stop
+	rm -rf .engram

@@ -1,0 +1,91 @@
+"""Personas shared by every test: a workspace with an admin, a reviewer, an outsider reviewer,
+agents of two roles, and an agent of another workspace."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import pytest
+from rest_framework.test import APIClient
+
+from agents.models import Agent
+from memory.models import MemoryDomain, Role, Workspace
+from tests.factories import (
+    AgentFactory,
+    DomainFactory,
+    MembershipFactory,
+    RepoFactory,
+    RoleFactory,
+    UserFactory,
+    WorkspaceFactory,
+)
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+@dataclass
+class World:
+    workspace: Workspace
+    other_workspace: Workspace
+    coder_role: Role
+    planner_role: Role
+    architecture: MemoryDomain
+    conventions: MemoryDomain
+    repo_context: MemoryDomain
+    coder: Agent
+    coder2: Agent
+    planner: Agent
+    foreign_agent: Agent
+    admin_user: object
+    reviewer: object
+    outsider_reviewer: object
+
+
+@pytest.fixture
+def world(db) -> World:
+    ws = WorkspaceFactory(slug="acme", name="Acme")
+    other = WorkspaceFactory(slug="globex", name="Globex")
+    coder_role = RoleFactory(workspace=ws, name="coder")
+    planner_role = RoleFactory(workspace=ws, name="planner")
+    repo = RepoFactory(workspace=ws, slug="web")
+    architecture = DomainFactory(workspace=ws, name="architecture")
+    conventions = DomainFactory(workspace=ws, name="conventions")
+    repo_context = DomainFactory(workspace=ws, repo=repo, name="context")
+    admin_user = UserFactory(username="wsadmin")
+    MembershipFactory(user=admin_user, workspace=ws, is_admin=True)
+    reviewer = UserFactory(username="reviewer")
+    MembershipFactory(user=reviewer, workspace=ws)
+    outsider = UserFactory(username="outsider")
+    MembershipFactory(user=outsider, workspace=ws)
+    other_role = RoleFactory(workspace=other, name="coder")
+    return World(
+        workspace=ws,
+        other_workspace=other,
+        coder_role=coder_role,
+        planner_role=planner_role,
+        architecture=architecture,
+        conventions=conventions,
+        repo_context=repo_context,
+        coder=AgentFactory(workspace=ws, role=coder_role, name="coder-a"),
+        coder2=AgentFactory(workspace=ws, role=coder_role, name="coder-b"),
+        planner=AgentFactory(workspace=ws, role=planner_role, name="planner-a"),
+        foreign_agent=AgentFactory(workspace=other, role=other_role, name="intruder"),
+        admin_user=admin_user,
+        reviewer=reviewer,
+        outsider_reviewer=outsider,
+    )
+
+
+def client_for(agent: Agent | None) -> APIClient:
+    client = APIClient()
+    if agent is not None:
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {agent.plain_key}")  # type: ignore[attr-defined]
+    return client
+
+
+@pytest.fixture
+def api(world: World) -> APIClient:
+    """An API client acting as the coder agent of the main workspace."""
+    return client_for(world.coder)
