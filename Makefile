@@ -30,7 +30,7 @@ $(STAMP): requirements.txt
 	@$(PIP) install -q torch==2.13.0 sentence-transformers==6.2.0 2>&1 | $(QUIET_PIP)
 	@echo "==> everything else…"
 	@$(PIP) install -q -r requirements.txt 2>&1 | $(QUIET_PIP)
-	@$(PY) -c "import django, torch, sentence_transformers, pgserver, pgvector" || { echo "Installation is incomplete: see the pip output above."; exit 1; }
+	@$(PY) -c "import django, torch, sentence_transformers, psycopg, pgvector" || { echo "Installation is incomplete: see the pip output above."; exit 1; }
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 	@echo "==> Dependencies installed."

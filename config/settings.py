@@ -261,6 +261,13 @@ if CELERY_BROKER_URL and not CELERY_BROKER_URL.startswith(("redis://", "rediss:/
 ENGRAM_EMBED_THREADS = env_int("ENGRAM_EMBED_THREADS", 1, minimum=1, maximum=64)
 ENGRAM_EMBED_BATCH = env_int("ENGRAM_EMBED_BATCH", 64, minimum=1, maximum=1024)
 ENGRAM_FACT_MAX_CHARS = env_int("ENGRAM_FACT_MAX_CHARS", 16_000, minimum=1_000)
+# Conflict detection (SPEC §3), justified by tests/data/labelled_pairs.py: at or above
+# DUPLICATE (and agreeing on numbers and names) a proposal restates a live fact; between
+# CONTRADICTION and DUPLICATE it contradicts it; below, the two are independent.
+ENGRAM_DUPLICATE_THRESHOLD = env_float("ENGRAM_DUPLICATE_THRESHOLD", 0.82)
+ENGRAM_CONTRADICTION_THRESHOLD = env_float("ENGRAM_CONTRADICTION_THRESHOLD", 0.54)
+# Re-mention reinforcement: c <- c + (1 - c) * r * w (SPEC §3).
+ENGRAM_REINFORCEMENT_RATE = env_float("ENGRAM_REINFORCEMENT_RATE", 0.3)
 
 LOGGING = {
     "version": 1,

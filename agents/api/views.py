@@ -2,18 +2,125 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agents.api.serializers import ErrorSerializer, MeSerializer
+from agents.api import serializers as s
+from agents.models import Agent
+from memory import selectors
+from memory.actors import Actor
+from memory.services import facts as fact_services
 
-ERRORS = {401: ErrorSerializer, 400: ErrorSerializer}
+ERRORS = {400: s.ErrorSerializer, 401: s.ErrorSerializer, 404: s.ErrorSerializer}
+
+
+def agent_of(request: Request) -> Agent:
+    agent = request.user
+    assert isinstance(agent, Agent)  # guaranteed by IsAgent
+    return agent
+
+
+def validated(serializer_class: type[s.serializers.Serializer], data: Any) -> dict[str, Any]:
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
 
 
 class MeView(APIView):
-    @extend_schema(responses={200: MeSerializer, 401: ErrorSerializer}, operation_id="me")
+    @extend_schema(responses={200: s.MeSerializer, 401: s.ErrorSerializer}, operation_id="me")
     def get(self, request: Request) -> Response:
         """The calling agent: its name, role and workspace."""
-        return Response(MeSerializer(request.user).data)
+        return Response(s.MeSerializer(request.user).data)
+
+
+class FactListView(APIView):
+    @extend_schema(
+        parameters=[s.FactListQuery], responses={200: s.FactOut(many=True), **ERRORS}, operation_id="facts_list"
+    )
+    def get(self, request: Request) -> Response:
+        """Facts visible to the agent (never another workspace's, never a `none` domain's)."""
+        filters = validated(s.FactListQuery, request.query_params)
+        qs = selectors.facts_for_agent(agent_of(request), filters)
+        paginator = LimitOffsetPagination()
+        page = paginator.paginate_queryset(qs, request, view=self)
+        return paginator.get_paginated_response(s.FactOut(page, many=True).data)
+
+    @extend_schema(request=s.FactProposeIn, responses={201: s.ProposalOut, **ERRORS}, operation_id="propose_fact")
+    def post(self, request: Request) -> Response:
+        """propose_fact: write through re-mention and conflict detection (SPEC §3)."""
+        agent = agent_of(request)
+        data = validated(s.FactProposeIn, request.data)
+        domain = selectors.domain_for_agent(agent, domain=data["domain"], repo=data.get("repo"))
+        result = fact_services.propose_fact(
+            domain=domain,
+            data=fact_services.FactInput(
+                topic=data["topic"],
+                content=data["content"],
+                memory_type=data["memory_type"],
+                veracity=data["veracity"],
+                observed_at=data.get("observed_at"),
+                valid_until=data.get("valid_until"),
+                source_observation_ids=data.get("source_observation_ids") or [],
+                episode_id=data.get("episode_id"),
+            ),
+            by=Actor.of_agent(agent),
+        )
+        body = {
+            "fact": s.FactOut(result.fact).data,
+            "outcome": result.outcome,
+            "conflict_id": result.conflict.pk if result.conflict else None,
+            "similarity": round(result.similarity, 4) if result.similarity is not None else None,
+            "compared_with": result.compared_with,
+        }
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+class FactDetailView(APIView):
+    @extend_schema(responses={200: s.FactDetailOut, **ERRORS}, operation_id="facts_retrieve")
+    def get(self, request: Request, fact_id: int) -> Response:
+        """One fact with its whole supersession chain and its conflicts."""
+        fact = selectors.fact_for_agent(agent_of(request), fact_id)
+        history = selectors.fact_history(fact)
+        conflicts = list(selectors.conflicts_of([f.pk for f in history]))
+        context = {"history": history, "conflicts": conflicts}
+        return Response(s.FactDetailOut(fact, context=context).data)
+
+
+class FactSupersedeView(APIView):
+    @extend_schema(
+        request=s.FactSupersedeIn,
+        responses={201: s.FactOut, 409: s.ErrorSerializer, **ERRORS},
+        operation_id="supersede_fact",
+    )
+    def post(self, request: Request, fact_id: int) -> Response:
+        """supersede_fact: replace a live fact with a new version and a reason; 409 if already replaced."""
+        agent = agent_of(request)
+        data = validated(s.FactSupersedeIn, request.data)
+        fact = selectors.fact_for_agent(agent, fact_id)
+        new = fact_services.supersede_fact(
+            fact=fact, by=Actor.of_agent(agent), content=data["content"], reason=data["reason"]
+        )
+        new = selectors.fact_for_agent(agent, new.pk)
+        return Response(s.FactOut(new).data, status=status.HTTP_201_CREATED)
+
+
+class EpisodeCreateView(APIView):
+    @extend_schema(request=s.EpisodeIn, responses={201: s.EpisodeOut, **ERRORS}, operation_id="create_episode")
+    def post(self, request: Request) -> Response:
+        """Start an episode; facts proposed with its id are linked to it (the knowledge graph)."""
+        agent = agent_of(request)
+        data = validated(s.EpisodeIn, request.data)
+        episode = fact_services.create_episode(
+            workspace_id=agent.workspace_id,
+            by=Actor.of_agent(agent),
+            kind=data["kind"],
+            title=data["title"],
+            started_at=data.get("started_at"),
+        )
+        return Response(s.EpisodeOut(episode).data, status=status.HTTP_201_CREATED)

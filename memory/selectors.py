@@ -1,0 +1,109 @@
+"""Reads for pages and endpoints. Each starts from `visible_to(agent)` (or a person's
+workspaces) and does its select_related / prefetch here, so callers never cause N+1 queries."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from django.db.models import Q, QuerySet
+
+from memory.errors import InvalidInput, NotFound
+from memory.models import Conflict, Fact, MemoryDomain, Policy
+from memory.services.tenancy import parse_domain_label
+
+if TYPE_CHECKING:
+    from agents.models import Agent
+
+HISTORY_LIMIT = 200
+
+
+def domain_for_agent(agent: Agent, *, domain: str, repo: str | None = None) -> MemoryDomain:
+    """Resolve `architecture`, `repo:<slug>/architecture`, or a name plus `repo`, among the
+    domains the agent can see. A `none` domain is reported exactly like a missing one."""
+    repo_slug, name = parse_domain_label(domain)
+    if repo_slug and repo and repo_slug != repo:
+        raise InvalidInput(
+            "`domain` and `repo` name different repos.",
+            code="invalid_domain",
+            fields={"repo": ["Does not match the repo in the domain label."]},
+        )
+    repo_slug = repo_slug or repo
+    qs = MemoryDomain.objects.visible_to(agent).select_related("repo").filter(name=name)
+    qs = qs.filter(repo__slug=repo_slug) if repo_slug else qs.filter(repo__isnull=True)
+    found = qs.first()
+    if found is None:
+        shown = f"repo:{repo_slug}/{name}" if repo_slug else name
+        raise InvalidInput(
+            f"Unknown domain {shown!r}.",
+            code="unknown_domain",
+            fields={"domain": [f"No domain {shown!r} in this workspace."]},
+        )
+    return found
+
+
+def facts_for_agent(agent: Agent, filters: dict[str, Any]) -> QuerySet[Fact]:
+    """Visible facts with optional domain/topic/status/repo filters; current ones by default."""
+    qs = Fact.objects.visible_to(agent).select_related("domain__repo")
+    if filters.get("domain"):
+        qs = qs.filter(domain=domain_for_agent(agent, domain=filters["domain"], repo=filters.get("repo")))
+    elif filters.get("repo"):
+        qs = qs.filter(domain__repo__slug=filters["repo"])
+    if filters.get("topic"):
+        qs = qs.filter(topic=filters["topic"])
+    if filters.get("status"):
+        qs = qs.filter(status=filters["status"])
+    if filters.get("current", True):
+        qs = qs.filter(superseded_by__isnull=True)
+    return qs.order_by("-created_at", "-id")
+
+
+def fact_for_agent(agent: Agent, fact_id: int) -> Fact:
+    """One visible fact; another workspace's or a `none` domain's fact is simply not found."""
+    fact = Fact.objects.visible_to(agent).select_related("domain__repo").filter(pk=fact_id).first()
+    if fact is None:
+        raise NotFound(f"No fact {fact_id}.", code="fact_not_found")
+    return fact
+
+
+def fact_history(fact: Fact) -> list[Fact]:
+    """The whole supersession chain through `fact`, both ways (predecessors, including facts
+    that lost conflicts, and successors), oldest first."""
+    seen: dict[int, Fact] = {fact.pk: fact}
+    frontier_back, frontier_fwd = {fact.pk}, {fact.superseded_by_id} - {None}
+    while (frontier_back or frontier_fwd) and len(seen) < HISTORY_LIMIT:
+        rows = Fact.objects.select_related("domain__repo").filter(
+            Q(superseded_by_id__in=frontier_back) | Q(pk__in=frontier_fwd)
+        )
+        frontier_back, frontier_fwd = set(), set()
+        for row in rows:
+            if row.pk in seen:
+                continue
+            seen[row.pk] = row
+            frontier_back.add(row.pk)
+            if row.superseded_by_id and row.superseded_by_id not in seen:
+                frontier_fwd.add(row.superseded_by_id)
+    return sorted(seen.values(), key=lambda f: (f.created_at, f.pk))
+
+
+def conflicts_of(fact_ids: list[int]) -> QuerySet[Conflict]:
+    return Conflict.objects.filter(Q(winner_id__in=fact_ids) | Q(loser_id__in=fact_ids)).select_related(
+        "domain__repo", "winner", "loser"
+    )
+
+
+def conflicts_for_agent(agent: Agent, filters: dict[str, Any]) -> QuerySet[Conflict]:
+    """Conflicts in the agent's workspace outside its `none` domains."""
+    visible = MemoryDomain.objects.visible_to(agent)
+    qs = Conflict.objects.filter(workspace_id=agent.workspace_id, domain__in=visible).select_related(
+        "domain__repo", "winner", "loser"
+    )
+    if filters.get("domain"):
+        qs = qs.filter(domain=domain_for_agent(agent, domain=filters["domain"], repo=filters.get("repo")))
+    if filters.get("topic"):
+        qs = qs.filter(topic=filters["topic"])
+    return qs.order_by("-detected_at", "-id")
+
+
+def policies_for_agent(agent: Agent, *, active_only: bool = False) -> QuerySet[Policy]:
+    qs = Policy.objects.visible_to(agent).select_related("domain__repo", "required_role")
+    return qs.active() if active_only else qs
