@@ -27,9 +27,7 @@ def archive_fact(*, fact: Fact, by: Actor) -> Fact:
     fact.status = FactStatus.ARCHIVED
     fact.status_changed_at = timezone.now()
     fact.save(update_fields=["status", "status_changed_at"])
-    record_event(
-        actor=by, verb="fact.archived", workspace_id=fact.workspace_id, target=fact, detail={"from": previous}
-    )
+    record_event(actor=by, verb="fact.archived", workspace_id=fact.workspace_id, target=fact, detail={"from": previous})
     return fact
 
 

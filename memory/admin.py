@@ -1,0 +1,919 @@
+"""Django admin for Engram's memory models (SPEC §10).
+
+Non-superusers only ever see and pick rows of the workspaces they are members of
+(`WorkspaceScopedAdmin`, SPEC §1). Writes with rules or an audit trail go through
+memory.services; list pages select their relations up front so they stay free of N+1 queries.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.exceptions import NotRegistered
+from django.contrib.postgres.search import SearchQuery
+from django.core.exceptions import ValidationError
+from django.db import models, transaction
+from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
+from django.urls import NoReverseMatch, reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.text import Truncator
+from guardian.admin import GuardedModelAdminMixin
+
+from memory.actors import Actor
+from memory.models import (
+    AccessGrant,
+    AuditEvent,
+    Conflict,
+    DecayProfile,
+    Episode,
+    EpisodeFact,
+    Fact,
+    FactStatus,
+    HotMemory,
+    MemoryDomain,
+    Observation,
+    Policy,
+    Repo,
+    Role,
+    WorkingMemory,
+    Workspace,
+    WorkspaceMembership,
+)
+from memory.services.lifecycle import archive_fact, set_fact_status
+from memory.services.tenancy import (
+    create_domain,
+    get_or_create_repo,
+    get_or_create_role,
+    get_or_create_workspace,
+    set_grant,
+)
+
+if TYPE_CHECKING:
+    from django.db.models.fields.related import ForeignKey, ManyToManyField
+    from django.forms import ModelChoiceField, ModelMultipleChoiceField
+    from django.http import HttpRequest
+    from django.utils.safestring import SafeString
+
+EMPTY = "—"
+
+
+# --- Small display helpers ----------------------------------------------------------------
+def admin_link(model: type[models.Model], pk: int | None, text: object) -> SafeString | str:
+    """A link to the admin change page of `model` #pk, built from the id alone (no query)."""
+    if pk is None:
+        return EMPTY
+    url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_change", args=[pk])
+    return format_html('<a href="{}">{}</a>', url, text)
+
+
+def excerpt(text: str, chars: int = 80) -> str:
+    return Truncator(text).chars(chars)
+
+
+def count_related(model: type[models.Model], accessor: str) -> Coalesce:
+    """Annotation counting `model.<accessor>` rows per row, as a correlated subquery.
+
+    A subquery rather than Count() over joins: several counts on one page must not multiply
+    each other, and the page's LIMIT still applies before counting."""
+    relation = model._meta.get_field(accessor)  # a reverse relation, e.g. Workspace.facts
+    related_model = relation.related_model
+    fk_name = relation.field.name  # type: ignore[union-attr]
+    rows = (
+        related_model._default_manager.filter(**{fk_name: OuterRef("pk")})  # type: ignore[union-attr]
+        .order_by()
+        .values(fk_name)
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    return Coalesce(Subquery(rows, output_field=IntegerField()), 0)
+
+
+def _workspace_ids_of(value: object) -> set[int]:
+    """The workspaces a cleaned form value belongs to (a row, or the rows of a many-to-many)."""
+    if isinstance(value, Workspace):
+        return {value.pk}
+    if isinstance(value, models.Model):
+        ws_id = getattr(value, "workspace_id", None)
+        return {ws_id} if ws_id is not None else set()
+    if isinstance(value, QuerySet) and any(f.name == "workspace" for f in value.model._meta.get_fields()):
+        return set(value.order_by().values_list("workspace_id", flat=True).distinct())
+    return set()
+
+
+class SameWorkspaceForm(forms.ModelForm):
+    """Refuses a row whose related rows come from different workspaces (SPEC §1).
+
+    Choices are already limited to the user's workspaces; this catches a person (or a superuser)
+    who belongs to several and mixes them, e.g. a role of one with a domain of another."""
+
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        cleaned = self.cleaned_data
+        seen: dict[int, list[str]] = {}
+        for name, value in cleaned.items():
+            for ws_id in _workspace_ids_of(value):
+                seen.setdefault(ws_id, []).append(name)
+        # A workspace shown read-only (on change) still binds the editable relations.
+        own_ws = getattr(self.instance, "workspace_id", None)
+        if "workspace" not in cleaned and own_ws is not None and seen:
+            seen.setdefault(own_ws, []).append("workspace")
+        if len(seen) > 1:
+            names = sorted({name for group in seen.values() for name in group})
+            raise ValidationError(
+                "%(fields)s must all belong to the same workspace.",
+                code="mixed_workspaces",
+                params={"fields": ", ".join(names)},
+            )
+        return cleaned
+
+
+def adopt_saved(obj: models.Model, saved: models.Model) -> None:
+    """Make the admin's unsaved instance stand for the row a service created.
+
+    The admin logs, messages and redirects with `obj`, so it needs the service's row values."""
+    for field in obj._meta.concrete_fields:
+        if not field.generated:
+            setattr(obj, field.attname, getattr(saved, field.attname))
+    obj._state.adding = False
+    obj._state.db = saved._state.db
+
+
+# --- Workspace scoping ----------------------------------------------------------------------
+class WorkspaceScopedAdmin(admin.ModelAdmin):
+    """Superusers see every row; other staff only rows of workspaces they are members of.
+
+    Each admin names the lookup from its model to the workspace (`workspace_lookup`). The same
+    scope applies to the list, the change pages, the actions and to the rows offered in
+    foreign-key and many-to-many fields of any admin (so nothing can be attached across)."""
+
+    workspace_lookup: str = "workspace"
+    # Relations that __str__ follows: selected with every row so choices and lists stay flat.
+    str_select_related: tuple[str, ...] = ()
+    form = SameWorkspaceForm
+
+    def scope_queryset(self, queryset: QuerySet, request: HttpRequest) -> QuerySet:
+        """`queryset` limited to the user's workspaces (unchanged for superusers)."""
+        if request.user.is_superuser:
+            return queryset
+        allowed = Workspace.objects.for_user(request.user).values("pk")
+        return queryset.filter(**{f"{self.workspace_lookup}__in": allowed})
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        qs = super().get_queryset(request)
+        # The changelist skips list_select_related once the queryset selects anything, so both
+        # sets are applied here.
+        extra = self.list_select_related if isinstance(self.list_select_related, (list, tuple)) else ()
+        related = (*self.str_select_related, *extra)
+        if related:
+            qs = qs.select_related(*related)
+        return self.scope_queryset(qs, request)
+
+    def choices_queryset(self, request: HttpRequest) -> QuerySet:
+        """Rows another admin may offer in a relation field: scoped, ordered, no annotations."""
+        qs = self.model._default_manager.select_related(*self.str_select_related)
+        ordering = self.get_ordering(request)
+        if ordering:
+            qs = qs.order_by(*ordering)
+        return self.scope_queryset(qs, request)
+
+    def _related_choices(self, db_field: models.Field, request: HttpRequest) -> QuerySet | None:
+        try:
+            related_admin = self.admin_site.get_model_admin(db_field.related_model)  # type: ignore[arg-type]
+        except NotRegistered:
+            return None
+        if isinstance(related_admin, WorkspaceScopedAdmin):
+            return related_admin.choices_queryset(request)
+        return None
+
+    def formfield_for_foreignkey(
+        self, db_field: ForeignKey, request: HttpRequest, **kwargs: Any
+    ) -> ModelChoiceField | None:
+        if "queryset" not in kwargs:
+            choices = self._related_choices(db_field, request)
+            if choices is not None:
+                kwargs["queryset"] = choices
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def formfield_for_manytomany(
+        self, db_field: ManyToManyField, request: HttpRequest, **kwargs: Any
+    ) -> ModelMultipleChoiceField | None:
+        if "queryset" not in kwargs:
+            choices = self._related_choices(db_field, request)
+            if choices is not None:
+                kwargs["queryset"] = choices
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
+
+
+class ReadOnlyAdmin(WorkspaceScopedAdmin):
+    """Rows written only by services (the audit trail): viewable, never added, changed or deleted."""
+
+    def has_add_permission(self, request: HttpRequest, obj: models.Model | None = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: models.Model | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: models.Model | None = None) -> bool:
+        return False
+
+
+class DomainFilter(admin.SimpleListFilter):
+    """Filter by domain, listing only domains of the user's workspaces, labelled as agents see them."""
+
+    title = "domain"
+    parameter_name = "domain"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+        domains = MemoryDomain.objects.select_related("workspace", "repo").order_by(
+            "workspace__slug", "repo__slug", "name"
+        )
+        if not request.user.is_superuser:
+            domains = domains.filter(workspace__in=Workspace.objects.for_user(request.user).values("pk"))
+        return [(str(d.pk), f"{d.workspace.slug}: {d.label}") for d in domains]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        value = self.value()
+        return queryset.filter(domain_id=int(value)) if value and value.isdigit() else queryset
+
+
+# --- Tenancy --------------------------------------------------------------------------------
+@admin.register(Workspace)
+class WorkspaceAdmin(WorkspaceScopedAdmin):
+    workspace_lookup = "pk"
+    list_display = (
+        "slug",
+        "name",
+        "policy_budget_chars",
+        "member_count",
+        "agent_count",
+        "domain_count",
+        "fact_count",
+        "created_at",
+    )
+    search_fields = ("slug", "name")
+    ordering = ("slug",)
+    readonly_fields = ("created_at",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                member_count=count_related(Workspace, "memberships"),
+                agent_count=count_related(Workspace, "agents"),
+                domain_count=count_related(Workspace, "domains"),
+                fact_count=count_related(Workspace, "facts"),
+            )
+        )
+
+    @admin.display(description="members", ordering="member_count")
+    def member_count(self, obj: Any) -> int:
+        return obj.member_count
+
+    @admin.display(description="agents", ordering="agent_count")
+    def agent_count(self, obj: Any) -> int:
+        return obj.agent_count
+
+    @admin.display(description="domains", ordering="domain_count")
+    def domain_count(self, obj: Any) -> int:
+        return obj.domain_count
+
+    @admin.display(description="facts", ordering="fact_count")
+    def fact_count(self, obj: Any) -> int:
+        return obj.fact_count
+
+    # A workspace created by someone who is not a member would vanish from their own view.
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return request.user.is_superuser
+
+    def has_delete_permission(self, request: HttpRequest, obj: Workspace | None = None) -> bool:
+        return request.user.is_superuser
+
+    def save_model(self, request: HttpRequest, obj: Workspace, form: forms.ModelForm, change: bool) -> None:
+        if not change:
+            # Created by the service so the creation is audited; the form's other values follow.
+            adopt_saved(obj, get_or_create_workspace(slug=obj.slug, name=obj.name, by=Actor.of_user(request.user)))
+        super().save_model(request, obj, form, change)
+
+
+@admin.register(WorkspaceMembership)
+class WorkspaceMembershipAdmin(WorkspaceScopedAdmin):
+    list_display = ("user", "workspace", "is_admin")
+    list_filter = ("is_admin", ("workspace", admin.RelatedOnlyFieldListFilter))
+    list_select_related = ("user", "workspace")
+    search_fields = ("user__username", "user__email", "workspace__slug")
+    ordering = ("workspace__slug", "user__username")
+    raw_id_fields = ("user",)
+    autocomplete_fields = ("workspace",)
+    str_select_related = ("user", "workspace")
+
+
+@admin.register(Repo)
+class RepoAdmin(WorkspaceScopedAdmin):
+    list_display = ("slug", "name", "workspace", "domain_count", "created_at")
+    list_filter = (("workspace", admin.RelatedOnlyFieldListFilter),)
+    list_select_related = ("workspace",)
+    search_fields = ("slug", "name", "workspace__slug")
+    ordering = ("workspace__slug", "slug")
+    autocomplete_fields = ("workspace",)
+    readonly_fields = ("created_at",)
+    str_select_related = ("workspace",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return super().get_queryset(request).annotate(domain_count=count_related(Repo, "domains"))
+
+    @admin.display(description="domains", ordering="domain_count")
+    def domain_count(self, obj: Any) -> int:
+        return obj.domain_count
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Repo | None = None) -> tuple[str, ...]:
+        # Moving a repo would carry its domains and facts into another workspace.
+        return ("workspace", "created_at") if obj else ("created_at",)
+
+    def save_model(self, request: HttpRequest, obj: Repo, form: forms.ModelForm, change: bool) -> None:
+        if not change:
+            adopt_saved(obj, get_or_create_repo(workspace=obj.workspace, slug=obj.slug, by=Actor.of_user(request.user)))
+        super().save_model(request, obj, form, change)
+
+
+@admin.register(Role)
+class RoleAdmin(WorkspaceScopedAdmin):
+    list_display = ("name", "workspace", "description", "agent_count")
+    list_filter = (("workspace", admin.RelatedOnlyFieldListFilter),)
+    list_select_related = ("workspace",)
+    search_fields = ("name", "description", "workspace__slug")
+    ordering = ("workspace__slug", "name")
+    autocomplete_fields = ("workspace",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return super().get_queryset(request).annotate(agent_count=count_related(Role, "agents"))
+
+    @admin.display(description="agents", ordering="agent_count")
+    def agent_count(self, obj: Any) -> int:
+        return obj.agent_count
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Role | None = None) -> tuple[str, ...]:
+        # Grants and agents hang off the role inside its workspace.
+        return ("workspace",) if obj else ()
+
+    def save_model(self, request: HttpRequest, obj: Role, form: forms.ModelForm, change: bool) -> None:
+        if not change:
+            adopt_saved(obj, get_or_create_role(workspace=obj.workspace, name=obj.name, by=Actor.of_user(request.user)))
+        super().save_model(request, obj, form, change)
+
+
+# --- Domains and grants (SPEC §2) -----------------------------------------------------------
+@admin.register(MemoryDomain)
+class MemoryDomainAdmin(GuardedModelAdminMixin, WorkspaceScopedAdmin):  # type: ignore[misc]
+    """Domains, with guardian's object permissions page to give reviewers `review_domain` per domain."""
+
+    list_display = ("label", "workspace", "repo", "fact_count", "policy_count", "created_at")
+    list_filter = (("workspace", admin.RelatedOnlyFieldListFilter), ("repo", admin.EmptyFieldListFilter))
+    list_select_related = ("workspace", "repo__workspace")  # the repo column prints workspace/slug
+    search_fields = ("name", "description", "repo__slug", "workspace__slug")
+    ordering = ("workspace__slug", "repo__slug", "name")
+    autocomplete_fields = ("workspace", "repo")
+    str_select_related = ("workspace", "repo")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                fact_count=count_related(MemoryDomain, "facts"), policy_count=count_related(MemoryDomain, "policies")
+            )
+        )
+
+    @admin.display(description="domain", ordering="name")
+    def label(self, obj: MemoryDomain) -> str:
+        return obj.label
+
+    @admin.display(description="facts", ordering="fact_count")
+    def fact_count(self, obj: Any) -> int:
+        return obj.fact_count
+
+    @admin.display(description="policies", ordering="policy_count")
+    def policy_count(self, obj: Any) -> int:
+        return obj.policy_count
+
+    def get_readonly_fields(self, request: HttpRequest, obj: MemoryDomain | None = None) -> tuple[str, ...]:
+        # Facts and grants belong to the domain where it is: its scope is fixed at creation.
+        return ("workspace", "repo", "created_at") if obj else ("created_at",)
+
+    def save_model(self, request: HttpRequest, obj: MemoryDomain, form: forms.ModelForm, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        # The service also gives `write` to every existing role (SPEC §2) and audits the creation.
+        domain = create_domain(
+            workspace=obj.workspace,
+            repo=obj.repo,
+            name=obj.name,
+            description=obj.description,
+            by=Actor.of_user(request.user),
+        )
+        adopt_saved(obj, domain)
+
+
+@admin.register(AccessGrant)
+class AccessGrantAdmin(WorkspaceScopedAdmin):
+    workspace_lookup = "role__workspace"
+    list_display = ("role", "domain_label", "workspace", "level", "updated_at")
+    list_filter = ("level", ("role__workspace", admin.RelatedOnlyFieldListFilter), DomainFilter)
+    list_select_related = ("role__workspace", "domain__repo")
+    search_fields = ("role__name", "domain__name", "domain__repo__slug")
+    ordering = ("role__workspace__slug", "role__name", "domain__name")
+    autocomplete_fields = ("role", "domain")
+    str_select_related = ("role", "domain__repo")
+
+    @admin.display(description="domain", ordering="domain__name")
+    def domain_label(self, obj: AccessGrant) -> str:
+        return obj.domain.label
+
+    @admin.display(description="workspace", ordering="role__workspace__slug")
+    def workspace(self, obj: AccessGrant) -> Workspace:
+        return obj.role.workspace
+
+    def get_readonly_fields(self, request: HttpRequest, obj: AccessGrant | None = None) -> tuple[str, ...]:
+        # A grant is the level of one (role, domain) pair; another pair is another grant.
+        return ("role", "domain", "updated_at") if obj else ("updated_at",)
+
+    # No row and `read` mean the same (SPEC §2); deleting would change access without an audit
+    # event, so lower or raise the level instead.
+    def has_delete_permission(self, request: HttpRequest, obj: AccessGrant | None = None) -> bool:
+        return False
+
+    def save_model(self, request: HttpRequest, obj: AccessGrant, form: forms.ModelForm, change: bool) -> None:
+        grant = set_grant(role=obj.role, domain=obj.domain, level=obj.level, by=Actor.of_user(request.user))
+        adopt_saved(obj, grant)
+
+
+@admin.register(DecayProfile)
+class DecayProfileAdmin(admin.ModelAdmin):
+    """Global Weibull curves (SPEC §3): every staff member may read them, only superusers tune them."""
+
+    list_display = ("memory_type", "scale_days", "shape", "half_life", "stale_after_days")
+    ordering = ("memory_type",)
+
+    @admin.display(description="half-life (days)")
+    def half_life(self, obj: DecayProfile) -> str:
+        # The age at which weight exp(-(t/λ)^k) falls to 0.5: easier to judge than λ and k.
+        return f"{obj.scale_days * math.log(2) ** (1 / obj.shape):.0f}"
+
+    def has_view_permission(self, request: HttpRequest, obj: DecayProfile | None = None) -> bool:
+        return request.user.is_active and request.user.is_staff
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return request.user.is_superuser
+
+    def has_change_permission(self, request: HttpRequest, obj: DecayProfile | None = None) -> bool:
+        return request.user.is_superuser
+
+    def has_delete_permission(self, request: HttpRequest, obj: DecayProfile | None = None) -> bool:
+        return request.user.is_superuser
+
+
+# --- Facts (SPEC §3, §7) --------------------------------------------------------------------
+class LiveFilter(admin.SimpleListFilter):
+    title = "superseded"
+    parameter_name = "superseded"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+        return [("no", "not superseded"), ("yes", "superseded")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        if self.value() in ("no", "yes"):
+            return queryset.filter(superseded_by__isnull=self.value() == "no")
+        return queryset
+
+
+@admin.register(Fact)
+class FactAdmin(WorkspaceScopedAdmin):
+    """Facts are never edited in place (SPEC §3): only the status moves, through the lifecycle
+    service; no hard delete either — archiving keeps the history that supersession relies on."""
+
+    list_display = (
+        "id",
+        "topic",
+        "content_excerpt",
+        "domain_label",
+        "workspace",
+        "memory_type",
+        "veracity",
+        "status",
+        "is_live",
+        "confidence_display",
+        "mention_count",
+        "recall_count",
+        "created_at",
+    )
+    list_display_links = ("id", "topic")
+    list_filter = (
+        "status",
+        "memory_type",
+        "veracity",
+        LiveFilter,
+        "validated_by",
+        "human_edited",
+        ("workspace", admin.RelatedOnlyFieldListFilter),
+        DomainFilter,
+    )
+    list_select_related = ("workspace", "domain__repo")
+    # The search box runs the full-text index (see get_search_results), not these LIKE scans.
+    search_fields = ("topic", "content")
+    search_help_text = "Full-text search over topic and content; a number finds that fact id."
+    ordering = ("-created_at", "-id")
+    date_hierarchy = "created_at"
+    show_full_result_count = False  # a second COUNT over every fact costs more than it tells
+    raw_id_fields = ("domain", "superseded_by", "created_by_agent", "created_by_user", "source_observations")
+    actions = ("archive_selected",)
+    fieldsets = (
+        (None, {"fields": ("workspace", "domain", "topic", "content", "memory_type", "veracity", "confidence")}),
+        (
+            "Lifecycle",
+            {
+                "fields": (
+                    "status",
+                    "status_changed_at",
+                    "origin",
+                    "origin_candidate_id",
+                    "validated_by",
+                    "valid_for",
+                    "not_valid_for",
+                    "verification",
+                    "last_validated_at",
+                    "verification_contract_version",
+                )
+            },
+        ),
+        (
+            "History",
+            {
+                "fields": (
+                    "superseded_by_link",
+                    "superseded_at",
+                    "supersede_reason",
+                    "replaces",
+                    "observed_at",
+                    "valid_until",
+                    "created_at",
+                    "last_mentioned_at",
+                    "mention_count",
+                    "recall_count",
+                    "last_recalled_at",
+                )
+            },
+        ),
+        (
+            "Provenance",
+            {
+                "fields": (
+                    "human_edited",
+                    "source",
+                    "source_file",
+                    "source_layer",
+                    "rationale",
+                    "created_by_agent",
+                    "created_by_user",
+                    "source_observations",
+                    "embedded_at",
+                )
+            },
+        ),
+    )
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        # The vector and tsvector are large and never displayed.
+        return super().get_queryset(request).defer("embedding", "search_vector")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Fact | None = None) -> list[str]:
+        shown: list[str] = [name for _, options in self.fieldsets for name in options["fields"]]  # type: ignore[misc]
+        return [name for name in shown if name != "status"]
+
+    def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str) -> tuple[QuerySet, bool]:
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        match = Q(search_vector=SearchQuery(term, config="english", search_type="websearch"))
+        if term.isdigit():
+            match |= Q(pk=int(term))
+        return queryset.filter(match), False
+
+    @admin.display(description="content")
+    def content_excerpt(self, obj: Fact) -> str:
+        return excerpt(obj.content)
+
+    @admin.display(description="domain", ordering="domain__name")
+    def domain_label(self, obj: Fact) -> str:
+        return obj.domain.label
+
+    @admin.display(description="live", boolean=True)
+    def is_live(self, obj: Fact) -> bool:
+        return obj.is_live
+
+    @admin.display(description="confidence", ordering="confidence")
+    def confidence_display(self, obj: Fact) -> str:
+        return f"{obj.confidence:.2f}"
+
+    @admin.display(description="superseded by")
+    def superseded_by_link(self, obj: Fact) -> SafeString | str:
+        return admin_link(Fact, obj.superseded_by_id, f"#{obj.superseded_by_id}")
+
+    @admin.display(description="replaces")
+    def replaces(self, obj: Fact) -> SafeString | str:
+        older = list(obj.supersedes.order_by("pk").values_list("pk", flat=True))
+        if not older:
+            return EMPTY
+        return format_html_join(", ", "{}", ((admin_link(Fact, pk, f"#{pk}"),) for pk in older))
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        # New facts go through the write path (re-mention and conflict detection), not a form.
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Fact | None = None) -> bool:
+        return False
+
+    def save_model(self, request: HttpRequest, obj: Fact, form: forms.ModelForm, change: bool) -> None:
+        # Status is the only editable field. obj.save() would also write back counters and
+        # confidence read when the page loaded, undoing re-mentions that happened since.
+        if change and "status" in form.changed_data:
+            set_fact_status(fact=obj, status=obj.status, by=Actor.of_user(request.user), reason="admin change form")
+
+    @admin.action(description="Archive selected facts", permissions=["change"])
+    def archive_selected(self, request: HttpRequest, queryset: QuerySet) -> None:
+        by = Actor.of_user(request.user)
+        archived = skipped = 0
+        with transaction.atomic():
+            # Locks are taken in pk order so two archiving admins cannot deadlock.
+            for fact in queryset.select_related(None).only("pk", "status").order_by("pk"):
+                if fact.status == FactStatus.ARCHIVED:
+                    skipped += 1
+                    continue
+                archive_fact(fact=fact, by=by)
+                archived += 1
+        self.message_user(request, f"Archived {archived} fact(s).", messages.SUCCESS)
+        if skipped:
+            self.message_user(request, f"{skipped} fact(s) were already archived.", messages.INFO)
+
+
+# --- Policies, conflicts, agents' private memory (SPEC §4) ---------------------------------
+@admin.register(Policy)
+class PolicyAdmin(WorkspaceScopedAdmin):
+    list_display = (
+        "id",
+        "rule_excerpt",
+        "domain_label",
+        "workspace",
+        "active",
+        "required_role",
+        "superseded_by_link",
+        "created_at",
+    )
+    list_display_links = ("id", "rule_excerpt")
+    list_filter = ("active", ("workspace", admin.RelatedOnlyFieldListFilter), DomainFilter)
+    list_select_related = ("workspace", "domain__repo", "required_role")
+    search_fields = ("rule", "domain__name")
+    ordering = ("workspace__slug", "domain__name", "created_at")
+    autocomplete_fields = ("workspace", "domain", "required_role")
+    raw_id_fields = ("derived_from", "superseded_by", "created_by_agent", "created_by_user")
+    readonly_fields = ("created_at", "superseded_at")
+    str_select_related = ("domain__repo",)
+
+    @admin.display(description="rule")
+    def rule_excerpt(self, obj: Policy) -> str:
+        return excerpt(obj.rule, 100)
+
+    @admin.display(description="domain", ordering="domain__name")
+    def domain_label(self, obj: Policy) -> str:
+        return obj.domain.label
+
+    @admin.display(description="superseded by")
+    def superseded_by_link(self, obj: Policy) -> SafeString | str:
+        return admin_link(Policy, obj.superseded_by_id, f"#{obj.superseded_by_id}")
+
+
+@admin.register(Conflict)
+class ConflictAdmin(ReadOnlyAdmin):
+    """The conflict log is part of the audit trail (SPEC §3): read-only."""
+
+    list_display = (
+        "id",
+        "topic",
+        "domain_label",
+        "winner_display",
+        "loser_display",
+        "rule",
+        "similarity_display",
+        "detected_by",
+        "detected_at",
+        "reviewed_at",
+    )
+    list_filter = (
+        "rule",
+        "detected_by",
+        ("reviewed_at", admin.EmptyFieldListFilter),
+        ("workspace", admin.RelatedOnlyFieldListFilter),
+        DomainFilter,
+    )
+    list_select_related = ("domain__repo", "winner", "loser")
+    search_fields = ("topic",)
+    ordering = ("-detected_at", "-id")
+    show_full_result_count = False
+    raw_id_fields = ("winner", "loser", "domain", "reviewed_by")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        # The winner's and loser's text is shown; their vectors are not.
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("winner", "loser")
+            .defer("winner__embedding", "winner__search_vector", "loser__embedding", "loser__search_vector")
+        )
+
+    @admin.display(description="domain", ordering="domain__name")
+    def domain_label(self, obj: Conflict) -> str:
+        return obj.domain.label
+
+    @admin.display(description="winner")
+    def winner_display(self, obj: Conflict) -> SafeString | str:
+        return admin_link(Fact, obj.winner_id, f"#{obj.winner_id} {excerpt(obj.winner.content, 60)}")
+
+    @admin.display(description="loser")
+    def loser_display(self, obj: Conflict) -> SafeString | str:
+        return admin_link(Fact, obj.loser_id, f"#{obj.loser_id} {excerpt(obj.loser.content, 60)}")
+
+    @admin.display(description="similarity", ordering="similarity")
+    def similarity_display(self, obj: Conflict) -> str:
+        return f"{obj.similarity:.2f}"
+
+
+@admin.register(Observation)
+class ObservationAdmin(WorkspaceScopedAdmin):
+    list_display = ("id", "text_excerpt", "agent", "workspace", "created_at")
+    list_filter = (("workspace", admin.RelatedOnlyFieldListFilter),)
+    list_select_related = ("workspace", "agent__role")
+    search_fields = ("text", "agent__name")
+    ordering = ("-created_at", "-id")
+    show_full_result_count = False
+    autocomplete_fields = ("workspace",)
+    raw_id_fields = ("agent",)
+
+    @admin.display(description="text")
+    def text_excerpt(self, obj: Observation) -> str:
+        return excerpt(obj.text, 100)
+
+
+@admin.register(WorkingMemory)
+class WorkingMemoryAdmin(WorkspaceScopedAdmin):
+    workspace_lookup = "agent__workspace"
+    list_display = ("agent", "workspace", "notes_excerpt", "notes_chars", "updated_at")
+    list_filter = (("agent__workspace", admin.RelatedOnlyFieldListFilter),)
+    list_select_related = ("agent__workspace", "agent__role")
+    search_fields = ("agent__name", "notes")
+    ordering = ("agent__workspace__slug", "agent__name")
+    raw_id_fields = ("agent",)
+
+    @admin.display(description="workspace", ordering="agent__workspace__slug")
+    def workspace(self, obj: WorkingMemory) -> Workspace:
+        return obj.agent.workspace
+
+    @admin.display(description="notes")
+    def notes_excerpt(self, obj: WorkingMemory) -> str:
+        return excerpt(obj.notes, 100)
+
+    @admin.display(description="characters")
+    def notes_chars(self, obj: WorkingMemory) -> int:
+        # The notes go verbatim into every dispatch of the agent: their size is their cost.
+        return len(obj.notes)
+
+
+@admin.register(HotMemory)
+class HotMemoryAdmin(WorkspaceScopedAdmin):
+    list_display = (
+        "id",
+        "session_id",
+        "agent",
+        "workspace",
+        "content_excerpt",
+        "domain_label",
+        "topic",
+        "consolidated",
+        "created_at",
+    )
+    list_filter = (("consolidated_at", admin.EmptyFieldListFilter), ("workspace", admin.RelatedOnlyFieldListFilter))
+    list_select_related = ("workspace", "agent__role", "domain__repo")
+    search_fields = ("session_id", "content", "topic", "agent__name")
+    ordering = ("-created_at", "-id")
+    show_full_result_count = False
+    autocomplete_fields = ("workspace", "domain")
+    raw_id_fields = ("agent", "consolidated_fact")
+
+    @admin.display(description="content")
+    def content_excerpt(self, obj: HotMemory) -> str:
+        return excerpt(obj.content)
+
+    @admin.display(description="domain", ordering="domain__name")
+    def domain_label(self, obj: HotMemory) -> str:
+        return obj.domain.label if obj.domain is not None else EMPTY
+
+    @admin.display(description="consolidated", boolean=True, ordering="consolidated_at")
+    def consolidated(self, obj: HotMemory) -> bool:
+        return obj.consolidated_at is not None
+
+
+# --- Episodes (SPEC §4) ---------------------------------------------------------------------
+@admin.register(Episode)
+class EpisodeAdmin(WorkspaceScopedAdmin):
+    list_display = ("id", "kind", "title", "workspace", "agent", "fact_count", "started_at")
+    list_filter = ("kind", ("workspace", admin.RelatedOnlyFieldListFilter))
+    list_select_related = ("workspace", "agent__role")
+    search_fields = ("title", "kind")
+    ordering = ("-started_at", "-id")
+    date_hierarchy = "started_at"
+    show_full_result_count = False
+    autocomplete_fields = ("workspace",)
+    raw_id_fields = ("agent",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return super().get_queryset(request).annotate(fact_count=count_related(Episode, "links"))
+
+    @admin.display(description="facts", ordering="fact_count")
+    def fact_count(self, obj: Any) -> int:
+        return obj.fact_count
+
+
+@admin.register(EpisodeFact)
+class EpisodeFactAdmin(WorkspaceScopedAdmin):
+    workspace_lookup = "episode__workspace"
+    list_display = ("id", "episode_link", "fact_link", "relation", "created_at")
+    list_filter = ("relation", ("episode__workspace", admin.RelatedOnlyFieldListFilter))
+    list_select_related = ("episode", "fact")
+    search_fields = ("episode__title", "fact__topic")
+    ordering = ("-created_at", "-id")
+    show_full_result_count = False
+    raw_id_fields = ("episode", "fact")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("episode", "fact")
+            .defer("fact__embedding", "fact__search_vector", "fact__content")
+        )
+
+    @admin.display(description="episode", ordering="episode_id")
+    def episode_link(self, obj: EpisodeFact) -> SafeString | str:
+        return admin_link(Episode, obj.episode_id, obj.episode)
+
+    @admin.display(description="fact", ordering="fact_id")
+    def fact_link(self, obj: EpisodeFact) -> SafeString | str:
+        return admin_link(Fact, obj.fact_id, f"#{obj.fact_id} {excerpt(obj.fact.topic, 60)}")
+
+
+# --- Audit ---------------------------------------------------------------------------------
+@admin.register(AuditEvent)
+class AuditEventAdmin(ReadOnlyAdmin):
+    """The audit trail, as services wrote it: read-only."""
+
+    list_display = ("created_at", "actor_label", "verb", "target", "workspace", "detail_excerpt")
+    list_filter = ("verb", "target_type", ("workspace", admin.RelatedOnlyFieldListFilter))
+    list_select_related = ("workspace",)
+    search_fields = ("actor_label", "verb", "target_type")
+    search_help_text = "Actor, verb or target type; a number also finds events about that target id."
+    ordering = ("-created_at", "-id")
+    date_hierarchy = "created_at"
+    show_full_result_count = False
+    raw_id_fields = ("actor_agent", "actor_user")
+
+    def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str) -> tuple[QuerySet, bool]:
+        found, may_have_duplicates = super().get_search_results(request, queryset, search_term)
+        term = search_term.strip()
+        if term.isdigit():
+            found = found | queryset.filter(target_id=int(term))
+        return found, may_have_duplicates
+
+    @admin.display(description="target", ordering="target_type")
+    def target(self, obj: AuditEvent) -> SafeString | str:
+        if obj.target_id is None:
+            return obj.target_type or EMPTY
+        text = f"{obj.target_type}#{obj.target_id}"
+        model = _registered_models_by_name(self.admin_site).get(obj.target_type)
+        if model is None:
+            return text
+        try:
+            return admin_link(model, obj.target_id, text)
+        except NoReverseMatch:
+            return text
+
+    @admin.display(description="detail")
+    def detail_excerpt(self, obj: AuditEvent) -> str:
+        return excerpt(", ".join(f"{k}={v}" for k, v in obj.detail.items()), 100) if obj.detail else ""
+
+
+def _registered_models_by_name(site: admin.AdminSite) -> dict[str, type[models.Model]]:
+    """Audit targets are stored as model names; map them back to models that have admin pages."""
+    return {model._meta.model_name: model for model in site._registry if model._meta.model_name}
