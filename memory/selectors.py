@@ -68,8 +68,10 @@ def fact_for_agent(agent: Agent, fact_id: int) -> Fact:
 def fact_history(fact: Fact) -> list[Fact]:
     """The whole supersession chain through `fact`, both ways (predecessors, including facts
     that lost conflicts, and successors), oldest first."""
-    seen: dict[int, Fact] = {fact.pk: fact}
-    frontier_back, frontier_fwd = {fact.pk}, {fact.superseded_by_id} - {None}
+    seen: dict[int, Fact] = {}
+    # Start from a fresh read of `fact` itself: the caller's instance may predate a supersession.
+    frontier_back: set[int] = set()
+    frontier_fwd: set[int] = {fact.pk}
     while (frontier_back or frontier_fwd) and len(seen) < HISTORY_LIMIT:
         rows = Fact.objects.select_related("domain__repo").filter(
             Q(superseded_by_id__in=frontier_back) | Q(pk__in=frontier_fwd)

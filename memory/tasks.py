@@ -17,3 +17,27 @@ def embed_fact(self, fact_id: int) -> bool:  # type: ignore[no-untyped-def]
 def embed_missing(limit: int = 10_000) -> int:
     """Backfill vectors for facts written while no worker was running."""
     return embedding_services.embed_missing(limit=limit)
+
+
+@shared_task(acks_late=True)
+def consolidate_memory(agent_id: int, session_id: str | None = None) -> dict[str, int]:
+    """Consolidate an agent's hot-tier entries; returns the report."""
+    from dataclasses import asdict
+
+    from agents.models import Agent
+    from memory.services.hot import consolidate
+
+    return asdict(consolidate(agent=Agent.objects.get(pk=agent_id), session_id=session_id))
+
+
+@shared_task(acks_late=True)
+def harmonize_memory(agent_id: int, domain_id: int | None = None) -> dict[str, int]:
+    """Harmonise diverging facts visible to an agent; returns the report."""
+    from dataclasses import asdict
+
+    from agents.models import Agent
+    from memory.models import MemoryDomain
+    from memory.services.hot import harmonize
+
+    domain = MemoryDomain.objects.get(pk=domain_id) if domain_id else None
+    return asdict(harmonize(agent=Agent.objects.get(pk=agent_id), domain=domain))

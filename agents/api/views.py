@@ -16,6 +16,7 @@ from agents.models import Agent
 from memory import selectors
 from memory.actors import Actor
 from memory.services import facts as fact_services
+from memory.services import hot as hot_services
 
 ERRORS = {400: s.ErrorSerializer, 401: s.ErrorSerializer, 404: s.ErrorSerializer}
 
@@ -124,3 +125,50 @@ class EpisodeCreateView(APIView):
             started_at=data.get("started_at"),
         )
         return Response(s.EpisodeOut(episode).data, status=status.HTTP_201_CREATED)
+
+
+def _run_task(task: Any, *args: Any) -> Response:
+    """Inline mode answers with the report; with a broker the work is queued (202)."""
+    from django.conf import settings
+
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        report = task.apply(args=args).get()
+        return Response({"status": "done", "task_id": None, **report})
+    result = task.delay(*args)
+    return Response({"status": "queued", "task_id": result.id}, status=status.HTTP_202_ACCEPTED)
+
+
+class RememberView(APIView):
+    @extend_schema(request=s.RememberIn, responses={201: s.HotEntryOut, **ERRORS}, operation_id="remember")
+    def post(self, request: Request) -> Response:
+        """remember: keep a session-scoped entry in the hot tier until consolidation."""
+        agent = agent_of(request)
+        data = validated(s.RememberIn, request.data)
+        domain = selectors.domain_for_agent(agent, domain=data["domain"], repo=data.get("repo")) if data.get("domain") else None
+        entry = hot_services.remember(agent=agent, session_id=data["session_id"], content=data["content"],
+                                      domain=domain, topic=data["topic"])
+        return Response(s.HotEntryOut(entry).data, status=status.HTTP_201_CREATED)
+
+
+class ConsolidateView(APIView):
+    @extend_schema(request=s.ConsolidateIn, responses={200: s.ConsolidateOut, 202: s.ConsolidateOut, **ERRORS},
+                   operation_id="consolidate_memory")
+    def post(self, request: Request) -> Response:
+        """consolidate_memory: promote hot-tier entries to facts and merge near-duplicates."""
+        from memory.tasks import consolidate_memory
+
+        data = validated(s.ConsolidateIn, request.data)
+        return _run_task(consolidate_memory, agent_of(request).pk, data.get("session_id"))
+
+
+class HarmonizeView(APIView):
+    @extend_schema(request=s.HarmonizeIn, responses={200: s.HarmonizeOut, 202: s.HarmonizeOut, **ERRORS},
+                   operation_id="harmonize_memory")
+    def post(self, request: Request) -> Response:
+        """harmonize_memory: resolve contradicting facts written by different agents."""
+        from memory.tasks import harmonize_memory
+
+        agent = agent_of(request)
+        data = validated(s.HarmonizeIn, request.data)
+        domain = selectors.domain_for_agent(agent, domain=data["domain"], repo=data.get("repo")) if data.get("domain") else None
+        return _run_task(harmonize_memory, agent.pk, domain.pk if domain else None)

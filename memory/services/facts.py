@@ -89,13 +89,13 @@ def validate_fact_input(data: FactInput) -> None:
         raise InvalidInput("The fact has invalid fields; see `fields`.", fields=errors)
 
 
-def _lock_topic(domain_id: int, topic: str) -> None:
+def lock_topic(domain_id: int, topic: str) -> None:
     """Serialise writers of one domain+topic, even before any row exists to lock."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"fact-topic:{domain_id}:{topic}"])
 
 
-def _embed_live_without_vectors(domain_id: int, topic: str) -> None:
+def embed_live_without_vectors(domain_id: int, topic: str) -> None:
     """Give live same-topic facts a vector before comparing (outside any transaction)."""
     rows = list(
         Fact.objects.live()
@@ -139,13 +139,13 @@ def propose_fact(
     episodes; writes nothing then."""
     validate_fact_input(data)
     vector = embedding if embedding is not None else embed_text(fact_text(data.topic, data.content))
-    _embed_live_without_vectors(domain.pk, data.topic)
+    embed_live_without_vectors(domain.pk, data.topic)
     return _propose_locked(domain=domain, data=data, by=by, vector=vector)
 
 
 @transaction.atomic
 def _propose_locked(*, domain: MemoryDomain, data: FactInput, by: Actor, vector: list[float]) -> ProposalResult:
-    _lock_topic(domain.pk, data.topic)
+    lock_topic(domain.pk, data.topic)
     observations = _check_sources(domain.workspace_id, data.source_observation_ids, by)
     episode = _check_episode(domain.workspace_id, data.episode_id)
     now = timezone.now()

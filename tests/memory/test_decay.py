@@ -1,0 +1,42 @@
+"""Weibull decay at the curve's known points (SPEC §3)."""
+
+import math
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from memory import decay
+from memory.models import DecayProfile
+
+
+@pytest.mark.parametrize("memory_type,scale,shape", [(k, *v) for k, v in decay.DEFAULT_PARAMETERS.items()])
+def test_weight_is_one_now_and_one_over_e_at_the_scale(db, memory_type, scale, shape):
+    decay.clear_cache()
+    now = timezone.now()
+    assert decay.weight_at(memory_type, now, now) == 1.0
+    assert decay.weight_at(memory_type, now - timedelta(days=scale), now) == pytest.approx(math.exp(-1), rel=1e-6)
+    twice = decay.weight_at(memory_type, now - timedelta(days=2 * scale), now)
+    assert twice == pytest.approx(math.exp(-(2**shape)), rel=1e-6)
+
+
+def test_commitments_fade_faster_than_profiles(db):
+    decay.clear_cache()
+    now = timezone.now()
+    month_ago = now - timedelta(days=30)
+    assert decay.weight_at("commitment", month_ago, now) < 0.02
+    assert decay.weight_at("profile", month_ago, now) > 0.9
+
+
+def test_admins_tune_a_curve_and_it_applies(db):
+    DecayProfile.objects.filter(memory_type="event").update(scale_days=10, shape=1.0)
+    decay.clear_cache()
+    now = timezone.now()
+    assert decay.weight_at("event", now - timedelta(days=10), now) == pytest.approx(math.exp(-1))
+
+
+def test_curve_points_start_at_one_and_fall(db):
+    decay.clear_cache()
+    points = decay.curve_points("observation", days=90, steps=9)
+    assert points[0] == (0.0, 1.0)
+    assert all(a[1] > b[1] for a, b in zip(points, points[1:]))
