@@ -266,6 +266,15 @@ ENGRAM_FACT_MAX_CHARS = env_int("ENGRAM_FACT_MAX_CHARS", 16_000, minimum=1_000)
 # CONTRADICTION and DUPLICATE it contradicts it; below, the two are independent.
 ENGRAM_DUPLICATE_THRESHOLD = env_float("ENGRAM_DUPLICATE_THRESHOLD", 0.82)
 ENGRAM_CONTRADICTION_THRESHOLD = env_float("ENGRAM_CONTRADICTION_THRESHOLD", 0.54)
+# How recall counters are written: "background" batches them off the request path (about once a
+# second); "sync" writes them before the call returns (tests).
+ENGRAM_RECALL_MODE = env_str("ENGRAM_RECALL_MODE") or ("sync" if TESTING else "background")
+if ENGRAM_RECALL_MODE not in {"sync", "background"}:
+    raise ImproperlyConfigured("ENGRAM_RECALL_MODE must be sync or background.")
+# Recall ranking: decay x confidence scales a candidate between FLOOR and 1 (so an old but
+# relevant fact is lowered, not buried); facts of the caller's repo are multiplied by REPO_BOOST.
+ENGRAM_DECAY_FLOOR = env_float("ENGRAM_DECAY_FLOOR", 0.5)
+ENGRAM_REPO_BOOST = env_float("ENGRAM_REPO_BOOST", 1.5, minimum=1.0, maximum=10.0)
 # Re-mention reinforcement: c <- c + (1 - c) * r * w (SPEC §3).
 ENGRAM_REINFORCEMENT_RATE = env_float("ENGRAM_REINFORCEMENT_RATE", 0.3)
 

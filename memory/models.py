@@ -283,6 +283,8 @@ class Fact(models.Model):
                 m=16,
                 ef_construction=64,
                 opclasses=["vector_cosine_ops"],
+                # Only recallable rows: the post-filter then rarely discards HNSW candidates.
+                condition=Q(superseded_by__isnull=True, status="active"),
             ),
             models.Index(
                 fields=["domain", "topic"], name="fact_live_by_topic", condition=Q(superseded_by__isnull=True)

@@ -92,7 +92,7 @@ class FactOut(serializers.Serializer):
     mention_count = serializers.IntegerField()
     human_edited = serializers.BooleanField()
     origin = serializers.CharField()
-    source = serializers.CharField()
+    source = serializers.CharField()  # type: ignore[assignment]
     validated_by = serializers.CharField()
     valid_for = serializers.ListField(child=serializers.CharField())
     not_valid_for = serializers.ListField(child=serializers.CharField())
@@ -166,3 +166,192 @@ class EpisodeOut(serializers.Serializer):
     kind = serializers.CharField()
     title = serializers.CharField()
     started_at = serializers.DateTimeField()
+
+
+# --- Hot tier ------------------------------------------------------------------------------
+class RememberIn(serializers.Serializer):
+    session_id = serializers.CharField(max_length=200)
+    content = serializers.CharField(max_length=4000)
+    domain = serializers.CharField(max_length=200, required=False, allow_null=True)
+    repo = serializers.SlugField(max_length=100, required=False, allow_null=True)
+    topic = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+
+
+class HotEntryOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    session_id = serializers.CharField()
+    content = serializers.CharField()
+    domain = serializers.SerializerMethodField()
+    topic = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+    def get_domain(self, entry: Any) -> str | None:
+        return entry.domain.label if entry.domain_id else None
+
+
+class ConsolidateIn(serializers.Serializer):
+    session_id = serializers.CharField(max_length=200, required=False, allow_null=True)
+
+
+class ConsolidateOut(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["done", "queued"])
+    task_id = serializers.CharField(allow_null=True)
+    promoted = serializers.IntegerField(required=False)
+    re_mentioned = serializers.IntegerField(required=False)
+    conflicts = serializers.IntegerField(required=False)
+    merged = serializers.IntegerField(required=False)
+    entries = serializers.IntegerField(required=False)
+
+
+class HarmonizeIn(serializers.Serializer):
+    domain = serializers.CharField(max_length=200, required=False, allow_null=True)
+    repo = serializers.SlugField(max_length=100, required=False, allow_null=True)
+
+
+class HarmonizeOut(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["done", "queued"])
+    task_id = serializers.CharField(allow_null=True)
+    topics_checked = serializers.IntegerField(required=False)
+    conflicts_found = serializers.IntegerField(required=False)
+    resolved = serializers.IntegerField(required=False)
+
+
+# --- Policies, conflicts, private notes (SPEC §4) -----------------------------------------
+class PolicyProposeIn(serializers.Serializer):
+    domain = serializers.CharField(max_length=200, help_text="`architecture` or `repo:<slug>/architecture`")
+    repo = serializers.SlugField(required=False, allow_null=True, max_length=100)
+    rule = serializers.CharField(max_length=2000)
+    required_role = serializers.SlugField(
+        required=False, allow_null=True, max_length=64, help_text="a role of the workspace; advisory, shown on the line"
+    )
+    derived_from = serializers.ListField(
+        child=serializers.IntegerField(min_value=1), required=False, max_length=50, help_text="fact ids"
+    )
+
+
+class PolicySupersedeIn(serializers.Serializer):
+    rule = serializers.CharField(max_length=2000)
+    reason = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
+
+
+class PolicyListQuery(serializers.Serializer):
+    active = serializers.BooleanField(
+        required=False, allow_null=True, default=None, help_text="true: live active ones; false: the others"
+    )
+
+
+class PolicyOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    domain = serializers.CharField(source="domain.label")
+    repo = serializers.SerializerMethodField()
+    rule = serializers.CharField()
+    required_role = serializers.SerializerMethodField()
+    active = serializers.BooleanField()
+    superseded_by = serializers.IntegerField(source="superseded_by_id", allow_null=True)
+    superseded_at = serializers.DateTimeField(allow_null=True)
+    supersede_reason = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    derived_from = serializers.SerializerMethodField()
+
+    def get_repo(self, policy: Any) -> str | None:
+        return policy.domain.repo.slug if policy.domain.repo_id else None
+
+    def get_required_role(self, policy: Any) -> str | None:
+        return policy.required_role.name if policy.required_role_id else None
+
+    def get_derived_from(self, policy: Any) -> list[int]:
+        return [f.pk for f in policy.derived_from.all()]
+
+
+class ConflictListQuery(serializers.Serializer):
+    domain = serializers.CharField(required=False, max_length=200)
+    repo = serializers.SlugField(required=False, max_length=100)
+    topic = serializers.CharField(required=False, max_length=200)
+
+
+class NotesIn(serializers.Serializer):
+    notes = serializers.CharField(
+        max_length=20_000, allow_blank=True, trim_whitespace=False, help_text="the whole scratchpad, verbatim"
+    )
+
+
+class ObservationIn(serializers.Serializer):
+    text = serializers.CharField(max_length=4_000, trim_whitespace=False)
+
+
+class ObservationOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    text = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class NotesOut(serializers.Serializer):
+    notes = serializers.CharField()
+    updated_at = serializers.DateTimeField(allow_null=True)
+    observations = ObservationOut(many=True, help_text="the last 20, oldest first")
+
+
+# --- Recall ----------------------------------------------------------------------------------
+class PreambleIn(serializers.Serializer):
+    task = serializers.CharField(max_length=20_000, allow_blank=True)
+    repo = serializers.SlugField(max_length=100, required=False, allow_null=True)
+
+
+class RecalledFactOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    domain = serializers.CharField(source="domain.label")
+    topic = serializers.CharField()
+    content = serializers.CharField()
+    scope = serializers.SerializerMethodField(help_text="where a promoted fact applies, where not, how verified")
+
+    def get_scope(self, fact: Any) -> str:
+        from memory.search.preamble import scope_note
+
+        return scope_note(fact).strip(" ()")
+
+
+class PreambleOut(serializers.Serializer):
+    text = serializers.CharField(help_text="the whole preamble")
+    policies = serializers.ListField(child=serializers.CharField())
+    working_memory = serializers.CharField(allow_blank=True)
+    facts = RecalledFactOut(many=True)
+    episode_id = serializers.IntegerField()
+
+
+class SearchIn(serializers.Serializer):
+    query = serializers.CharField(max_length=2000)
+    mode = serializers.ChoiceField(choices=["keyword", "semantic", "hybrid"], default="hybrid")
+    repo = serializers.SlugField(max_length=100, required=False, allow_null=True)
+    domain = serializers.CharField(max_length=200, required=False, allow_null=True)
+    limit = serializers.IntegerField(min_value=1, max_value=50, default=10)
+
+
+class VoicesOut(serializers.Serializer):
+    lexical = serializers.IntegerField(allow_null=True)
+    semantic = serializers.IntegerField(allow_null=True)
+    recency = serializers.IntegerField(allow_null=True)
+    graph = serializers.IntegerField(allow_null=True)
+
+
+class SearchHitOut(serializers.Serializer):
+    id = serializers.IntegerField(source="fact.id")
+    domain = serializers.CharField(source="fact.domain.label")
+    topic = serializers.CharField(source="fact.topic")
+    content = serializers.CharField(source="fact.content")
+    scope = serializers.SerializerMethodField()
+    confidence = serializers.FloatField(source="fact.confidence")
+    memory_type = serializers.CharField(source="fact.memory_type")
+    score = serializers.FloatField()
+    voices = VoicesOut()
+
+    def get_scope(self, hit: Any) -> str:
+        from memory.search.preamble import scope_note
+
+        return scope_note(hit.fact).strip(" ()")
+
+
+class SearchOut(serializers.Serializer):
+    mode = serializers.CharField()
+    intent = serializers.CharField()
+    results = SearchHitOut(many=True, source="hits")
+    episode_id = serializers.IntegerField(allow_null=True)

@@ -15,6 +15,8 @@ from agents.api import serializers as s
 from agents.models import Agent
 from memory import selectors
 from memory.actors import Actor
+from memory.search.hybrid import search_memory
+from memory.search.preamble import build_preamble
 from memory.services import facts as fact_services
 from memory.services import hot as hot_services
 
@@ -144,15 +146,23 @@ class RememberView(APIView):
         """remember: keep a session-scoped entry in the hot tier until consolidation."""
         agent = agent_of(request)
         data = validated(s.RememberIn, request.data)
-        domain = selectors.domain_for_agent(agent, domain=data["domain"], repo=data.get("repo")) if data.get("domain") else None
-        entry = hot_services.remember(agent=agent, session_id=data["session_id"], content=data["content"],
-                                      domain=domain, topic=data["topic"])
+        domain = (
+            selectors.domain_for_agent(agent, domain=data["domain"], repo=data.get("repo"))
+            if data.get("domain")
+            else None
+        )
+        entry = hot_services.remember(
+            agent=agent, session_id=data["session_id"], content=data["content"], domain=domain, topic=data["topic"]
+        )
         return Response(s.HotEntryOut(entry).data, status=status.HTTP_201_CREATED)
 
 
 class ConsolidateView(APIView):
-    @extend_schema(request=s.ConsolidateIn, responses={200: s.ConsolidateOut, 202: s.ConsolidateOut, **ERRORS},
-                   operation_id="consolidate_memory")
+    @extend_schema(
+        request=s.ConsolidateIn,
+        responses={200: s.ConsolidateOut, 202: s.ConsolidateOut, **ERRORS},
+        operation_id="consolidate_memory",
+    )
     def post(self, request: Request) -> Response:
         """consolidate_memory: promote hot-tier entries to facts and merge near-duplicates."""
         from memory.tasks import consolidate_memory
@@ -162,13 +172,51 @@ class ConsolidateView(APIView):
 
 
 class HarmonizeView(APIView):
-    @extend_schema(request=s.HarmonizeIn, responses={200: s.HarmonizeOut, 202: s.HarmonizeOut, **ERRORS},
-                   operation_id="harmonize_memory")
+    @extend_schema(
+        request=s.HarmonizeIn,
+        responses={200: s.HarmonizeOut, 202: s.HarmonizeOut, **ERRORS},
+        operation_id="harmonize_memory",
+    )
     def post(self, request: Request) -> Response:
         """harmonize_memory: resolve contradicting facts written by different agents."""
         from memory.tasks import harmonize_memory
 
         agent = agent_of(request)
         data = validated(s.HarmonizeIn, request.data)
-        domain = selectors.domain_for_agent(agent, domain=data["domain"], repo=data.get("repo")) if data.get("domain") else None
+        domain = (
+            selectors.domain_for_agent(agent, domain=data["domain"], repo=data.get("repo"))
+            if data.get("domain")
+            else None
+        )
         return _run_task(harmonize_memory, agent.pk, domain.pk if domain else None)
+
+
+class PreambleView(APIView):
+    @extend_schema(request=s.PreambleIn, responses={200: s.PreambleOut, **ERRORS}, operation_id="get_preamble")
+    def post(self, request: Request) -> Response:
+        """The dispatch preamble (SPEC §5): policies, working memory, up to 5 keyword facts, closing line."""
+        data = validated(s.PreambleIn, request.data)
+        preamble = build_preamble(agent=agent_of(request), task=data["task"], repo=data.get("repo"))
+        return Response(s.PreambleOut(preamble).data)
+
+
+class SearchView(APIView):
+    @extend_schema(request=s.SearchIn, responses={200: s.SearchOut, **ERRORS}, operation_id="search_memory")
+    def post(self, request: Request) -> Response:
+        """search_memory (SPEC §6): keyword, semantic or the four-voice hybrid (default)."""
+        agent = agent_of(request)
+        data = validated(s.SearchIn, request.data)
+        domain = (
+            selectors.domain_for_agent(agent, domain=data["domain"], repo=data.get("repo"))
+            if data.get("domain")
+            else None
+        )
+        result = search_memory(
+            agent=agent,
+            query=data["query"],
+            mode=data["mode"],
+            repo=data.get("repo"),
+            domain_id=domain.pk if domain else None,
+            limit=data["limit"],
+        )
+        return Response(s.SearchOut(result).data)

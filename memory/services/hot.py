@@ -19,7 +19,15 @@ from memory.audit import record_event
 from memory.embeddings import cosine
 from memory.errors import InvalidInput
 from memory.models import VERACITY_WEIGHT, Conflict, Fact, HotMemory, MemoryDomain
-from memory.services.facts import FactInput, Outcome, embed_live_without_vectors, lock_topic, decide_winner, propose_fact, reinforce
+from memory.services.facts import (
+    FactInput,
+    Outcome,
+    decide_winner,
+    embed_live_without_vectors,
+    lock_topic,
+    propose_fact,
+    reinforce,
+)
 from memory.services.tenancy import create_domain
 from memory.similarity import PairKind, classify_pair
 
@@ -48,7 +56,9 @@ class HarmonizationReport:
 
 
 @transaction.atomic
-def remember(*, agent: Agent, session_id: str, content: str, domain: MemoryDomain | None = None, topic: str = "") -> HotMemory:
+def remember(
+    *, agent: Agent, session_id: str, content: str, domain: MemoryDomain | None = None, topic: str = ""
+) -> HotMemory:
     """Keep a session-scoped entry until it is consolidated."""
     errors = {}
     if not session_id.strip() or len(session_id) > 200:
@@ -62,8 +72,13 @@ def remember(*, agent: Agent, session_id: str, content: str, domain: MemoryDomai
     entry = HotMemory.objects.create(
         workspace_id=agent.workspace_id, agent=agent, session_id=session_id, content=content, domain=domain, topic=topic
     )
-    record_event(actor=Actor.of_agent(agent), verb="hot.remembered", workspace_id=agent.workspace_id, target=entry,
-                 detail={"session_id": session_id})
+    record_event(
+        actor=Actor.of_agent(agent),
+        verb="hot.remembered",
+        workspace_id=agent.workspace_id,
+        target=entry,
+        detail={"session_id": session_id},
+    )
     return entry
 
 
@@ -85,9 +100,14 @@ def consolidate(*, agent: Agent, session_id: str | None = None) -> Consolidation
             domain = fallback
         topic = entry.topic or DEFAULT_TOPIC
         result = propose_fact(
-            domain=domain, by=by,
-            data=FactInput(topic=topic, content=entry.content, memory_type="observation",
-                           extra={"origin": "hot_tier", "source": f"consolidate:{entry.session_id}"[:60]}),
+            domain=domain,
+            by=by,
+            data=FactInput(
+                topic=topic,
+                content=entry.content,
+                memory_type="observation",
+                extra={"origin": "hot_tier", "source": f"consolidate:{entry.session_id}"[:60]},
+            ),
         )
         HotMemory.objects.filter(pk=entry.pk, consolidated_at__isnull=True).update(
             consolidated_at=timezone.now(), consolidated_fact=result.fact
@@ -103,8 +123,13 @@ def consolidate(*, agent: Agent, session_id: str | None = None) -> Consolidation
     for domain_id, topic in sorted(touched):
         report.merged += merge_near_duplicates(domain_id=domain_id, topic=topic, by=by)
     with transaction.atomic():
-        record_event(actor=by, verb="memory.consolidated", workspace_id=agent.workspace_id, target=None,
-                     detail={"session_id": session_id, **asdict(report)})
+        record_event(
+            actor=by,
+            verb="memory.consolidated",
+            workspace_id=agent.workspace_id,
+            target=None,
+            detail={"session_id": session_id, **asdict(report)},
+        )
     return report
 
 
@@ -141,8 +166,13 @@ def merge_near_duplicates(*, domain_id: int, topic: str, by: Actor) -> int:
             drop.superseded_by, drop.superseded_at = keep, now
             drop.supersede_reason = f"merged into near-duplicate fact {keep.pk} (similarity {similarity:.2f})"
             drop.save(update_fields=["superseded_by", "superseded_at", "supersede_reason"])
-            record_event(actor=by, verb="fact.merged", workspace_id=keep.workspace_id, target=drop,
-                         detail={"into": keep.pk, "similarity": round(similarity, 4)})
+            record_event(
+                actor=by,
+                verb="fact.merged",
+                workspace_id=keep.workspace_id,
+                target=drop,
+                detail={"into": keep.pk, "similarity": round(similarity, 4)},
+            )
             gone.add(drop.pk)
             merged += 1
     return merged
@@ -156,9 +186,7 @@ def harmonize(*, agent: Agent, domain: MemoryDomain | None = None) -> Harmonizat
     visible = Fact.objects.visible_to(agent).live()
     if domain is not None:
         visible = visible.filter(domain=domain)
-    groups = (
-        visible.values_list("domain_id", "topic").order_by("domain_id", "topic").distinct()
-    )
+    groups = visible.values_list("domain_id", "topic").order_by("domain_id", "topic").distinct()
     for domain_id, topic in list(groups):
         embed_live_without_vectors(domain_id, topic)  # inference outside the transaction
         with transaction.atomic():
@@ -184,14 +212,30 @@ def harmonize(*, agent: Agent, domain: MemoryDomain | None = None) -> Harmonizat
                 loser.supersede_reason = f"lost a harmonised conflict on {rule} to fact {winner.pk}"
                 loser.save(update_fields=["superseded_by", "superseded_at", "supersede_reason"])
                 conflict = Conflict.objects.create(
-                    workspace_id=winner.workspace_id, domain_id=domain_id, topic=topic, winner=winner, loser=loser,
-                    rule=rule, similarity=round(similarity, 4), detected_by="harmonize",
+                    workspace_id=winner.workspace_id,
+                    domain_id=domain_id,
+                    topic=topic,
+                    winner=winner,
+                    loser=loser,
+                    rule=rule,
+                    similarity=round(similarity, 4),
+                    detected_by="harmonize",
                 )
-                record_event(actor=by, verb="fact.conflict", workspace_id=winner.workspace_id, target=conflict,
-                             detail={"winner": winner.pk, "loser": loser.pk, "rule": rule, "by": "harmonize"})
+                record_event(
+                    actor=by,
+                    verb="fact.conflict",
+                    workspace_id=winner.workspace_id,
+                    target=conflict,
+                    detail={"winner": winner.pk, "loser": loser.pk, "rule": rule, "by": "harmonize"},
+                )
                 beaten.add(loser.pk)
                 report.resolved += 1
     with transaction.atomic():
-        record_event(actor=by, verb="memory.harmonized", workspace_id=agent.workspace_id, target=None,
-                     detail={"domain": domain.label if domain else None, **asdict(report)})
+        record_event(
+            actor=by,
+            verb="memory.harmonized",
+            workspace_id=agent.workspace_id,
+            target=None,
+            detail={"domain": domain.label if domain else None, **asdict(report)},
+        )
     return report

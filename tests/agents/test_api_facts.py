@@ -7,7 +7,12 @@ from memory.models import AuditEvent, Fact, HotMemory
 from memory.services.tenancy import set_grant
 from tests.conftest import client_for
 
-GOOD = {"domain": "architecture", "topic": "deploys", "content": "Production deploys happen on Tuesdays.", "memory_type": "convention"}
+GOOD = {
+    "domain": "architecture",
+    "topic": "deploys",
+    "content": "Production deploys happen on Tuesdays.",
+    "memory_type": "convention",
+}
 
 
 def test_propose_returns_201_with_the_fact_and_outcome(world, api):
@@ -17,7 +22,9 @@ def test_propose_returns_201_with_the_fact_and_outcome(world, api):
     assert body["outcome"] == "created"
     assert body["fact"]["domain"] == "architecture"
     assert body["fact"]["confidence"] == 0.7
-    again = api.post("/api/v1/facts/", {**GOOD, "content": "Deploys to production happen on Tuesdays."}, format="json").json()
+    again = api.post(
+        "/api/v1/facts/", {**GOOD, "content": "Deploys to production happen on Tuesdays."}, format="json"
+    ).json()
     assert again["outcome"] == "re_mentioned"
     assert again["fact"]["id"] == body["fact"]["id"]
     assert again["fact"]["mention_count"] == 2
@@ -25,7 +32,11 @@ def test_propose_returns_201_with_the_fact_and_outcome(world, api):
 
 def test_repo_scoped_domain_by_label_or_by_repo_field(world, api):
     a = api.post("/api/v1/facts/", {**GOOD, "domain": "repo:web/context"}, format="json").json()
-    b = api.post("/api/v1/facts/", {**GOOD, "domain": "context", "repo": "web", "content": "Deploys need a green CI run."}, format="json").json()
+    b = api.post(
+        "/api/v1/facts/",
+        {**GOOD, "domain": "context", "repo": "web", "content": "Deploys need a green CI run."},
+        format="json",
+    ).json()
     assert a["fact"]["domain"] == b["fact"]["domain"] == "repo:web/context"
     assert a["fact"]["repo"] == "web"
 
@@ -81,13 +92,17 @@ def test_another_workspace_never_sees_facts(world, api):
     intruder = client_for(world.foreign_agent)
     assert intruder.get("/api/v1/facts/").json()["results"] == []
     assert intruder.get(f"/api/v1/facts/{created['id']}/").status_code == 404
-    assert intruder.post(f"/api/v1/facts/{created['id']}/supersede/", {"content": "x"}, format="json").status_code == 404
+    assert (
+        intruder.post(f"/api/v1/facts/{created['id']}/supersede/", {"content": "x"}, format="json").status_code == 404
+    )
     assert intruder.post("/api/v1/facts/", GOOD, format="json").status_code == 400  # no such domain there
 
 
 def test_detail_shows_history_and_conflicts(world, api):
     human = api.post("/api/v1/facts/", {**GOOD, "veracity": "human_stated"}, format="json").json()["fact"]
-    lost = api.post("/api/v1/facts/", {**GOOD, "content": "Production deploys happen on Fridays."}, format="json").json()
+    lost = api.post(
+        "/api/v1/facts/", {**GOOD, "content": "Production deploys happen on Fridays."}, format="json"
+    ).json()
     assert lost["outcome"] == "conflict_lost"
     assert lost["fact"]["superseded_by"] == human["id"]
     detail = api.get(f"/api/v1/facts/{human['id']}/").json()
@@ -98,13 +113,19 @@ def test_detail_shows_history_and_conflicts(world, api):
 
 def test_supersede_endpoint_and_409_on_the_second_time(world, api):
     fact = api.post("/api/v1/facts/", GOOD, format="json").json()["fact"]
-    response = api.post(f"/api/v1/facts/{fact['id']}/supersede/", {"content": "Production deploys happen on Wednesdays.", "reason": "moved"}, format="json")
+    response = api.post(
+        f"/api/v1/facts/{fact['id']}/supersede/",
+        {"content": "Production deploys happen on Wednesdays.", "reason": "moved"},
+        format="json",
+    )
     assert response.status_code == 201
     assert response.json()["content"] == "Production deploys happen on Wednesdays."
     again = api.post(f"/api/v1/facts/{fact['id']}/supersede/", {"content": "Thursdays."}, format="json")
     assert again.status_code == 409
     assert again.json()["code"] == "fact_not_live"
-    assert api.post(f"/api/v1/facts/{response.json()['id']}/supersede/", {"content": ""}, format="json").status_code == 400
+    assert (
+        api.post(f"/api/v1/facts/{response.json()['id']}/supersede/", {"content": ""}, format="json").status_code == 400
+    )
 
 
 def test_list_filters_and_current_only_by_default(world, api):
@@ -119,7 +140,11 @@ def test_list_filters_and_current_only_by_default(world, api):
 
 def test_list_query_count_is_bounded(world, api, django_assert_max_num_queries):
     for i in range(15):
-        api.post("/api/v1/facts/", {**GOOD, "topic": f"t{i}", "content": f"Service {i} listens on port {8000 + i}."}, format="json")
+        api.post(
+            "/api/v1/facts/",
+            {**GOOD, "topic": f"t{i}", "content": f"Service {i} listens on port {8000 + i}."},
+            format="json",
+        )
     with django_assert_max_num_queries(4):
         assert len(api.get("/api/v1/facts/").json()["results"]) == 15
 
@@ -133,10 +158,22 @@ def test_episodes_link_proposed_facts(world, api):
 
 
 def test_remember_consolidate_harmonize_endpoints(world, api):
-    r = api.post("/api/v1/remember/", {"session_id": "s1", "content": "Deploy keys rotate every 90 days.", "domain": "architecture", "topic": "secrets"}, format="json")
+    r = api.post(
+        "/api/v1/remember/",
+        {
+            "session_id": "s1",
+            "content": "Deploy keys rotate every 90 days.",
+            "domain": "architecture",
+            "topic": "secrets",
+        },
+        format="json",
+    )
     assert r.status_code == 201
     assert api.post("/api/v1/remember/", {"session_id": "s1", "content": ""}, format="json").status_code == 400
-    assert api.post("/api/v1/remember/", {"session_id": "s1", "content": "x", "domain": "nope"}, format="json").status_code == 400
+    assert (
+        api.post("/api/v1/remember/", {"session_id": "s1", "content": "x", "domain": "nope"}, format="json").status_code
+        == 400
+    )
     report = api.post("/api/v1/consolidate/", {"session_id": "s1"}, format="json").json()
     assert report["status"] == "done" and report["promoted"] == 1
     assert HotMemory.objects.get().consolidated_fact_id is not None

@@ -40,7 +40,8 @@ def test_eight_threads_proposing_the_same_fact_leave_one_live_fact_mentioned_eig
     vector = embed_text(fact_text("deploys", content))  # the model is not what this test races
     data = FactInput(topic="deploys", content=content, memory_type="convention")
     results, errors = _run_in_threads(
-        8, lambda i: propose_fact(domain=world.architecture, data=data, by=Actor.of_agent(world.coder), embedding=vector)
+        8,
+        lambda i: propose_fact(domain=world.architecture, data=data, by=Actor.of_agent(world.coder), embedding=vector),
     )
     assert errors == []
     assert sorted(r.outcome for r in results) == ["created"] + ["re_mentioned"] * 7
@@ -51,11 +52,15 @@ def test_eight_threads_proposing_the_same_fact_leave_one_live_fact_mentioned_eig
 
 def test_eight_threads_superseding_one_fact_leave_exactly_one_successor(world):
     original = propose_fact(
-        domain=world.architecture, by=Actor.of_agent(world.coder),
+        domain=world.architecture,
+        by=Actor.of_agent(world.coder),
         data=FactInput(topic="review", content="Code review needs two approvals.", memory_type="convention"),
     ).fact
     results, errors = _run_in_threads(
-        8, lambda i: supersede_fact(fact=original, by=Actor.of_agent(world.coder), content=f"Code review needs {i + 3} approvals.")
+        8,
+        lambda i: supersede_fact(
+            fact=original, by=Actor.of_agent(world.coder), content=f"Code review needs {i + 3} approvals."
+        ),
     )
     assert len(results) == 1
     assert len(errors) == 7 and all(isinstance(e, FactNotLive) for e in errors)

@@ -1,5 +1,6 @@
 """Weibull decay at the curve's known points (SPEC §3)."""
 
+import itertools
 import math
 from datetime import timedelta
 
@@ -39,4 +40,4 @@ def test_curve_points_start_at_one_and_fall(db):
     decay.clear_cache()
     points = decay.curve_points("observation", days=90, steps=9)
     assert points[0] == (0.0, 1.0)
-    assert all(a[1] > b[1] for a, b in zip(points, points[1:]))
+    assert all(a[1] > b[1] for a, b in itertools.pairwise(points))

@@ -22,8 +22,18 @@ def propose(world, content, *, topic="deploys", veracity="agent_inferred", agent
 
 
 def test_a_new_fact_is_created_with_the_confidence_of_its_veracity(world):
-    for veracity, expected in [("human_stated", 1.0), ("agent_inferred", 0.7), ("imported", 0.6), ("tool_generated", 0.5)]:
-        result = propose(world, f"Deploy checklist item for {veracity} sources lives in the wiki.", topic=f"t-{veracity}", veracity=veracity)
+    for veracity, expected in [
+        ("human_stated", 1.0),
+        ("agent_inferred", 0.7),
+        ("imported", 0.6),
+        ("tool_generated", 0.5),
+    ]:
+        result = propose(
+            world,
+            f"Deploy checklist item for {veracity} sources lives in the wiki.",
+            topic=f"t-{veracity}",
+            veracity=veracity,
+        )
         assert result.outcome == "created"
         assert result.fact.confidence == expected
         assert result.fact.embedding is not None
@@ -90,8 +100,12 @@ def test_equal_veracity_falls_back_to_confidence_then_recency(world):
 
 def test_an_older_observation_loses_on_recency(world):
     propose(world, "The staging cluster runs in eu-west-1.", topic="staging")
-    result = propose(world, "The staging cluster runs in us-east-1.", topic="staging",
-                     observed_at=timezone.now() - timedelta(days=400))
+    result = propose(
+        world,
+        "The staging cluster runs in us-east-1.",
+        topic="staging",
+        observed_at=timezone.now() - timedelta(days=400),
+    )
     assert result.outcome == "conflict_lost"
     assert result.conflict.rule == "recency"
 
@@ -112,7 +126,9 @@ def test_other_domains_and_topics_are_never_compared(world):
 def test_supersede_keeps_the_old_row_and_refuses_a_fact_already_superseded(world, django_capture_on_commit_callbacks):
     old = propose(world, "Code review needs two approvals.", topic="review").fact
     with django_capture_on_commit_callbacks(execute=True):
-        new = supersede_fact(fact=old, by=Actor.of_agent(world.coder), content="Code review needs one approval.", reason="team grew")
+        new = supersede_fact(
+            fact=old, by=Actor.of_agent(world.coder), content="Code review needs one approval.", reason="team grew"
+        )
     new.refresh_from_db()
     old.refresh_from_db()
     assert old.content == "Code review needs two approvals."
@@ -131,7 +147,9 @@ def test_a_person_superseding_states_it_as_human(world):
 def test_history_shows_the_whole_chain_both_ways_with_conflicts(world):
     a = propose(world, "Code review needs two approvals.", topic="review").fact
     b = supersede_fact(fact=a, by=Actor.of_agent(world.coder), content="Code review needs one approval.")
-    c = supersede_fact(fact=b, by=Actor.of_user(world.admin_user), content="Code review needs two approvals from owners.")
+    c = supersede_fact(
+        fact=b, by=Actor.of_user(world.admin_user), content="Code review needs two approvals from owners."
+    )
     lost = propose(world, "Code review needs no approval at all.", topic="review")
     assert lost.outcome == "conflict_lost"
     for member in (a, b, c):

@@ -10,7 +10,9 @@ from memory.services.hot import consolidate, harmonize, merge_near_duplicates, r
 
 
 def test_remember_keeps_a_session_entry(world):
-    entry = remember(agent=world.coder, session_id="s1", content="The build needs Node 20.", domain=world.architecture, topic="build")
+    entry = remember(
+        agent=world.coder, session_id="s1", content="The build needs Node 20.", domain=world.architecture, topic="build"
+    )
     assert HotMemory.objects.get(pk=entry.pk).consolidated_at is None
 
 
@@ -21,11 +23,34 @@ def test_remember_refuses_empty_content_and_writes_nothing(world):
 
 
 def test_consolidate_promotes_through_the_write_path_with_re_mention_and_conflict(world):
-    propose_fact(domain=world.architecture, by=Actor.of_user(world.admin_user),
-                 data=FactInput(topic="build", content="The web app requires Node 20.", memory_type="procedure", veracity="human_stated"))
-    remember(agent=world.coder, session_id="s1", content="Node 20 is required to build the web app.", domain=world.architecture, topic="build")
-    remember(agent=world.coder, session_id="s1", content="The web app requires Node 22.", domain=world.architecture, topic="build")
-    remember(agent=world.coder, session_id="s1", content="Deploy keys rotate every 90 days.", domain=world.architecture, topic="secrets")
+    propose_fact(
+        domain=world.architecture,
+        by=Actor.of_user(world.admin_user),
+        data=FactInput(
+            topic="build", content="The web app requires Node 20.", memory_type="procedure", veracity="human_stated"
+        ),
+    )
+    remember(
+        agent=world.coder,
+        session_id="s1",
+        content="Node 20 is required to build the web app.",
+        domain=world.architecture,
+        topic="build",
+    )
+    remember(
+        agent=world.coder,
+        session_id="s1",
+        content="The web app requires Node 22.",
+        domain=world.architecture,
+        topic="build",
+    )
+    remember(
+        agent=world.coder,
+        session_id="s1",
+        content="Deploy keys rotate every 90 days.",
+        domain=world.architecture,
+        topic="secrets",
+    )
     remember(agent=world.coder, session_id="other", content="Not this session.", domain=world.architecture, topic="x")
     report = consolidate(agent=world.coder, session_id="s1")
     assert (report.entries, report.re_mentioned, report.promoted, report.conflicts) == (3, 1, 2, 1)
@@ -42,10 +67,24 @@ def test_consolidate_without_a_domain_uses_the_knowledge_domain(world):
 
 
 def test_merge_near_duplicates_keeps_the_stronger_fact(world):
-    a = Fact.objects.create(workspace=world.workspace, domain=world.architecture, topic="logs", memory_type="convention",
-                            veracity="agent_inferred", confidence=0.7, content="Logs are retained for 30 days.")
-    b = Fact.objects.create(workspace=world.workspace, domain=world.architecture, topic="logs", memory_type="convention",
-                            veracity="human_stated", confidence=1.0, content="We keep logs for 30 days.")
+    a = Fact.objects.create(
+        workspace=world.workspace,
+        domain=world.architecture,
+        topic="logs",
+        memory_type="convention",
+        veracity="agent_inferred",
+        confidence=0.7,
+        content="Logs are retained for 30 days.",
+    )
+    b = Fact.objects.create(
+        workspace=world.workspace,
+        domain=world.architecture,
+        topic="logs",
+        memory_type="convention",
+        veracity="human_stated",
+        confidence=1.0,
+        content="We keep logs for 30 days.",
+    )
     assert merge_near_duplicates(domain_id=world.architecture.pk, topic="logs", by=Actor.of_agent(world.coder)) == 1
     a.refresh_from_db()
     b.refresh_from_db()
@@ -54,9 +93,17 @@ def test_merge_near_duplicates_keeps_the_stronger_fact(world):
 
 
 def test_harmonize_resolves_contradictions_between_agents_only(world):
-    common = dict(workspace=world.workspace, domain=world.architecture, topic="ci", memory_type="decision",
-                  veracity="agent_inferred", confidence=0.7)
-    mine = Fact.objects.create(content="The CI pipeline runs on GitHub Actions.", created_by_agent=world.coder, **common)
+    common = dict(
+        workspace=world.workspace,
+        domain=world.architecture,
+        topic="ci",
+        memory_type="decision",
+        veracity="agent_inferred",
+        confidence=0.7,
+    )
+    mine = Fact.objects.create(
+        content="The CI pipeline runs on GitHub Actions.", created_by_agent=world.coder, **common
+    )
     theirs = Fact.objects.create(content="The CI pipeline runs on GitLab CI.", created_by_agent=world.planner, **common)
     Fact.objects.create(content="CI caches the pip download directory.", created_by_agent=world.planner, **common)
     report = harmonize(agent=world.coder)

@@ -28,7 +28,7 @@ def test_cosine_alone_cannot_separate_paraphrase_from_contradiction():
     pairs = SAME + CONTRADICTION
     vectors = embed_texts([t for p in pairs for t in p])
     sims = [cosine(vectors[2 * i], vectors[2 * i + 1]) for i in range(len(pairs))]
-    same, contra = sims[: len(SAME)], sims[len(SAME):]
+    same, contra = sims[: len(SAME)], sims[len(SAME) :]
     best = max(sum(s >= t for s in same) + sum(s < t for s in contra) for t in sims)
     assert best < len(pairs)
 

@@ -20,11 +20,15 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **opts: Any) -> None:
         try:
             agent, key = create_agent_by_names(
-                workspace_slug=opts["workspace"], name=opts["name"], role_name=opts["role"],
+                workspace_slug=opts["workspace"],
+                name=opts["name"],
+                role_name=opts["role"],
                 by=Actor.of_system("manage.py create_agent"),
             )
         except EngramError as exc:
             raise CommandError(exc.detail) from None
-        self.stderr.write(f"Created agent {agent.name} ({agent.role.name}) in {agent.workspace.slug}. "
-                          "Store the key now: it is shown only once.")
+        self.stderr.write(
+            f"Created agent {agent.name} ({agent.role.name}) in {agent.workspace.slug}. "
+            "Store the key now: it is shown only once."
+        )
         self.stdout.write(key)

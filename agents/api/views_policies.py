@@ -1,0 +1,120 @@
+"""Agent API for policies, conflicts and the agent's private notes (SPEC §4).
+
+Writes: input serializer → service → output serializer. Reads start from selectors, i.e. from
+`visible_to(agent)`; the grant check on policy writes lives in the service, not here.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from agents.api import serializers as s
+from agents.api.views import agent_of, validated
+from memory import selectors
+from memory.actors import Actor
+from memory.selectors_notes import notes_for
+from memory.selectors_policies import policy_for_agent, policy_list_for_agent
+from memory.services import notes as note_services
+from memory.services import policies as policy_services
+
+ERRORS = {400: s.ErrorSerializer, 401: s.ErrorSerializer}
+WRITE_ERRORS = {**ERRORS, 403: s.ErrorSerializer}
+
+
+class PolicyListView(APIView):
+    @extend_schema(
+        parameters=[s.PolicyListQuery],
+        responses={200: s.PolicyOut(many=True), **ERRORS},
+        operation_id="list_policies",
+    )
+    def get(self, request: Request) -> Response:
+        """Policies visible to the agent (never another workspace's, never a `none` domain's), newest first."""
+        agent = agent_of(request)
+        filters = validated(s.PolicyListQuery, request.query_params)
+        qs = policy_list_for_agent(agent, active=filters.get("active"))
+        paginator = LimitOffsetPagination()
+        page = paginator.paginate_queryset(qs, request, view=self)
+        return paginator.get_paginated_response(s.PolicyOut(page, many=True).data)
+
+    @extend_schema(
+        request=s.PolicyProposeIn, responses={201: s.PolicyOut, **WRITE_ERRORS}, operation_id="propose_policy"
+    )
+    def post(self, request: Request) -> Response:
+        """propose_policy: a new active policy; 403 `insufficient_memory_permission` without `write` on the domain."""
+        agent = agent_of(request)
+        data = validated(s.PolicyProposeIn, request.data)
+        domain = selectors.domain_for_agent(agent, domain=data["domain"], repo=data.get("repo"))
+        policy = policy_services.propose_policy(
+            domain=domain,
+            rule=data["rule"],
+            required_role=data.get("required_role"),
+            derived_from_ids=data.get("derived_from") or [],
+            by=Actor.of_agent(agent),
+        )
+        policy = policy_list_for_agent(agent).get(pk=policy.pk)
+        return Response(s.PolicyOut(policy).data, status=status.HTTP_201_CREATED)
+
+
+class PolicySupersedeView(APIView):
+    @extend_schema(
+        request=s.PolicySupersedeIn,
+        responses={201: s.PolicyOut, 404: s.ErrorSerializer, 409: s.ErrorSerializer, **WRITE_ERRORS},
+        operation_id="supersede_policy",
+    )
+    def post(self, request: Request, policy_id: int) -> Response:
+        """supersede_policy: replace a live policy with a new version; 403 without `write`, 409 if already replaced."""
+        agent = agent_of(request)
+        data = validated(s.PolicySupersedeIn, request.data)
+        policy = policy_for_agent(agent, policy_id)
+        new = policy_services.supersede_policy(
+            policy=policy, rule=data["rule"], reason=data["reason"], by=Actor.of_agent(agent)
+        )
+        new = policy_list_for_agent(agent).get(pk=new.pk)
+        return Response(s.PolicyOut(new).data, status=status.HTTP_201_CREATED)
+
+
+class ConflictListView(APIView):
+    @extend_schema(
+        parameters=[s.ConflictListQuery],
+        responses={200: s.ConflictOut(many=True), **ERRORS},
+        operation_id="list_memory_conflicts",
+    )
+    def get(self, request: Request) -> Response:
+        """list_memory_conflicts: recorded conflicts outside the agent's `none` domains, newest first."""
+        filters = validated(s.ConflictListQuery, request.query_params)
+        qs = selectors.conflicts_for_agent(agent_of(request), filters)
+        paginator = LimitOffsetPagination()
+        page = paginator.paginate_queryset(qs, request, view=self)
+        return paginator.get_paginated_response(s.ConflictOut(page, many=True).data)
+
+
+class MyNotesView(APIView):
+    @extend_schema(responses={200: s.NotesOut, 401: s.ErrorSerializer}, operation_id="get_my_notes")
+    def get(self, request: Request) -> Response:
+        """The calling agent's private scratchpad and its latest observations; no other agent can read them."""
+        return Response(s.NotesOut(notes_for(agent_of(request))).data)
+
+    @extend_schema(request=s.NotesIn, responses={200: s.NotesOut, **ERRORS}, operation_id="update_my_notes")
+    def put(self, request: Request) -> Response:
+        """update_my_notes: replace the whole scratchpad (verbatim; injected into this agent's dispatches)."""
+        agent = agent_of(request)
+        data = validated(s.NotesIn, request.data)
+        note_services.update_notes(agent=agent, notes=data["notes"], by=Actor.of_agent(agent))
+        return Response(s.NotesOut(notes_for(agent)).data)
+
+
+class MyObservationsView(APIView):
+    @extend_schema(
+        request=s.ObservationIn, responses={201: s.ObservationOut, **ERRORS}, operation_id="record_observation"
+    )
+    def post(self, request: Request) -> Response:
+        """record_observation: note something seen; it can be cited as a fact's source."""
+        agent = agent_of(request)
+        data = validated(s.ObservationIn, request.data)
+        observation = note_services.record_observation(agent=agent, text=data["text"], by=Actor.of_agent(agent))
+        return Response(s.ObservationOut(observation).data, status=status.HTTP_201_CREATED)
