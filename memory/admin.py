@@ -24,6 +24,7 @@ from django.utils.text import Truncator
 from guardian.admin import GuardedModelAdminMixin
 
 from memory.actors import Actor
+from memory.errors import EngramError
 from memory.models import (
     AccessGrant,
     AuditEvent,
@@ -44,6 +45,7 @@ from memory.models import (
     WorkspaceMembership,
 )
 from memory.services.lifecycle import archive_fact, set_fact_status
+from memory.services.policies import RULE_MAX, activate_policy, deactivate_policy, propose_policy
 from memory.services.tenancy import (
     create_domain,
     get_or_create_repo,
@@ -661,8 +663,17 @@ class FactAdmin(WorkspaceScopedAdmin):
 
 
 # --- Policies, conflicts, agents' private memory (SPEC §4) ---------------------------------
+class PolicyAdminForm(SameWorkspaceForm):
+    def clean_rule(self) -> str:
+        rule = " ".join(self.cleaned_data["rule"].split())
+        if not rule or len(rule) > RULE_MAX:
+            raise ValidationError(f"A rule has 1 to {RULE_MAX} characters.")
+        return rule
+
+
 @admin.register(Policy)
 class PolicyAdmin(WorkspaceScopedAdmin):
+    form = PolicyAdminForm
     list_display = (
         "id",
         "rule_excerpt",
@@ -682,6 +693,54 @@ class PolicyAdmin(WorkspaceScopedAdmin):
     raw_id_fields = ("derived_from", "superseded_by", "created_by_agent", "created_by_user")
     readonly_fields = ("created_at", "superseded_at")
     str_select_related = ("domain__repo",)
+
+    actions = ("activate_selected", "deactivate_selected")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Policy | None = None) -> list[str] | tuple[str, ...]:
+        # An existing policy is never edited in place: change it by superseding (review pages) and
+        # switch it with the actions, which go through the audited services.
+        if obj is not None:
+            return [f.name for f in Policy._meta.fields] + ["derived_from"]
+        return self.readonly_fields
+
+    def save_model(self, request: HttpRequest, obj: Policy, form: Any, change: bool) -> None:
+        if change:
+            return
+        created = propose_policy(
+            domain=obj.domain, rule=obj.rule, required_role=obj.required_role, by=Actor.of_user(request.user)
+        )
+        obj.pk = created.pk
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        if change:
+            return
+        form.instance = Policy.objects.get(pk=form.instance.pk)
+        super().save_related(request, form, formsets, change)
+
+    @admin.action(description="Activate selected policies (add them to every dispatch)")
+    def activate_selected(self, request: HttpRequest, queryset: QuerySet) -> None:
+        self._switch(request, queryset, activate_policy, "Activated")
+
+    @admin.action(description="Deactivate selected policies (keep them for the record)")
+    def deactivate_selected(self, request: HttpRequest, queryset: QuerySet) -> None:
+        self._switch(request, queryset, deactivate_policy, "Deactivated")
+
+    def _switch(self, request: HttpRequest, queryset: QuerySet, service: Any, verb: str) -> None:
+        by = Actor.of_user(request.user)
+        done = refused = 0
+        for policy in queryset.select_related("domain").order_by("pk"):
+            try:
+                service(policy=policy, by=by)
+                done += 1
+            except EngramError:
+                refused += 1
+        self.message_user(request, f"{verb} {done} polic{'y' if done == 1 else 'ies'}.", messages.SUCCESS)
+        if refused:
+            self.message_user(
+                request,
+                f"{refused} superseded polic{'y was' if refused == 1 else 'ies were'} left alone.",
+                messages.WARNING,
+            )
 
     @admin.display(description="rule")
     def rule_excerpt(self, obj: Policy) -> str:

@@ -434,3 +434,32 @@ def test_revoke_action_revokes_keys_through_the_service(superuser_client):
     assert agent.revoked_at is not None
     assert agent.revoked_at <= timezone.now() + timedelta(seconds=1)
     assert AuditEvent.objects.filter(verb="agent.revoked", target_id=agent.pk).exists()
+
+
+@pytest.mark.django_db
+def test_policy_actions_switch_policies_through_the_audited_services(client):
+    from memory.models import AuditEvent, Policy
+    from tests.factories import PolicyFactory, UserFactory
+
+    admin_user = UserFactory(username="root-policy", is_superuser=True)
+    client.force_login(admin_user)
+    policy = PolicyFactory()
+    response = client.post(
+        "/admin/memory/policy/", {"action": "deactivate_selected", "_selected_action": [policy.pk]}, follow=True
+    )
+    assert response.status_code == 200
+    assert Policy.objects.get(pk=policy.pk).active is False
+    assert AuditEvent.objects.filter(verb="policy.deactivated", target_id=policy.pk).exists()
+    client.post("/admin/memory/policy/", {"action": "activate_selected", "_selected_action": [policy.pk]})
+    assert Policy.objects.get(pk=policy.pk).active is True
+
+
+@pytest.mark.django_db
+def test_policy_change_form_is_read_only(client):
+    from tests.factories import PolicyFactory, UserFactory
+
+    client.force_login(UserFactory(username="root-policy2", is_superuser=True))
+    policy = PolicyFactory(rule="Original rule.")
+    client.post(f"/admin/memory/policy/{policy.pk}/change/", {"rule": "Edited in place."})
+    policy.refresh_from_db()
+    assert policy.rule == "Original rule."
