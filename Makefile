@@ -54,7 +54,7 @@ format: install
 
 test: lint
 	@echo "==> pytest (real PostgreSQL + pgvector, real MiniLM, Chromium for browser tests)"
-	@$(PY) -m pytest $(PYTEST_ARGS)
+	@$(PY) -m pytest $(or $(PYTEST_ARGS),-n 2 --dist loadfile)
 
 bench: install
 	@$(PY) -m bench.run $(BENCH_ARGS)
