@@ -121,3 +121,15 @@ class CeleryWorker:
                 self.proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+def send_task(broker_url: str, name: str, *args: object) -> None:
+    """Publish a task on a real broker through a Celery app of its own (the project's app stays
+    in inline mode for every other test)."""
+    from celery import Celery
+
+    sender = Celery("engram-test-sender", broker=broker_url)
+    try:
+        sender.send_task(name, args=list(args))
+    finally:
+        sender.close()

@@ -6,7 +6,9 @@ supersession, status and expiry are applied in one place (memory.querysets).
 
 from __future__ import annotations
 
+import math
 import re
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -119,6 +121,66 @@ def or_query(words: Sequence[str]) -> SearchQuery | None:
     return query
 
 
+# --- Term weights: an IDF from PostgreSQL's own statistics ----------------------------------
+# ts_rank has no notion of how rare a word is, so with OR semantics a fact matching one common
+# word can outrank one matching the rare word the question is about. ANALYZE already keeps the
+# most common lexemes of the tsvector column with their document frequencies (pg_stats); a
+# lexeme missing from that list is rarer than all of them. Read once per process every 5 minutes.
+_STATS_SECONDS = 300.0
+COMMON_FREQUENCY = 0.15  # terms in more documents than this only score; they do not select
+_stats: tuple[float, dict[str, float], float] | None = None
+_lexemes: dict[str, tuple[str, ...]] = {}
+
+
+def lexeme_frequencies() -> tuple[dict[str, float], float]:
+    """(lexeme → fraction of facts containing it, frequency assumed for any other lexeme)."""
+    global _stats
+    now = time.monotonic()
+    if _stats is None or now - _stats[0] > _STATS_SECONDS:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
+                "WHERE tablename = 'memory_fact' AND attname = 'search_vector' LIMIT 1"
+            )
+            row = cursor.fetchone()
+        freqs: dict[str, float] = {}
+        if row and row[0] and row[1]:
+            freqs = {lexeme: float(f) for lexeme, f in zip(row[0], row[1], strict=False)}
+        floor = min(freqs.values()) / 2 if freqs else 0.01
+        _stats = (now, freqs, floor)
+    return _stats[1], _stats[2]
+
+
+def _lexemes_of(words: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    missing = [w for w in words if w not in _lexemes]
+    if missing:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT t, tsvector_to_array(to_tsvector('english', t)) FROM unnest(%s::text[]) AS t", [missing]
+            )
+            for word, lexemes in cursor.fetchall():
+                if len(_lexemes) > 50_000:
+                    _lexemes.clear()
+                _lexemes[word] = tuple(lexemes or ())
+    return {w: _lexemes[w] for w in words}
+
+
+def weighted_terms(text: str) -> list[tuple[str, float, float]]:
+    """(term, idf, document frequency) of each searchable term; stop words drop out."""
+    words = terms(text)
+    if not words:
+        return []
+    freqs, floor = lexeme_frequencies()
+    weighted = []
+    for word, lexemes in _lexemes_of(words).items():
+        if not lexemes:
+            continue
+        # A multi-lexeme term (an identifier) matches only where all parts occur: its rarest part bounds it.
+        frequency = min(freqs.get(lexeme, floor) for lexeme in lexemes)
+        weighted.append((word, math.log(1.0 + 1.0 / max(frequency, 1e-6)), frequency))
+    return weighted
+
+
 def decay_expression() -> Any:
     """exp(-(age/λ)^k) in SQL, with λ and k of each memory type from the (cached) profiles."""
     curves = decay.parameters()
@@ -137,17 +199,33 @@ def decay_expression() -> Any:
     return Exp(-Power(positive_age / scale, shape))
 
 
-def lexical(scope: Scope, text: str, *, limit: int, prefer_repo: str | None = None) -> list[tuple[int, float]]:
-    """Full-text matches (GIN index) with OR semantics, ranked by text rank × decay × confidence;
-    with `prefer_repo`, that repo's facts come first."""
-    query = or_query(terms(text))
-    if query is None:
-        return []
+def lexical_queryset(scope: Scope, text: str, *, prefer_repo: str | None = None) -> QuerySet[Fact] | None:
+    """Full-text matches (GIN index) with OR semantics over the text's terms, scored by the IDF of
+    the terms each fact contains (plus ts_rank for density) × decay × confidence; with
+    `prefer_repo`, that repo's facts come first. None when the text has no searchable term."""
+    weighted = weighted_terms(text)
+    if not weighted:
+        return None
+    selective = [w for w, _, f in weighted if f <= COMMON_FREQUENCY] or [w for w, _, _ in weighted]
+    selector = or_query(selective)
+    everything = or_query([w for w, _, _ in weighted])
+    assert selector is not None and everything is not None
+    idf_sum = sum(
+        (
+            Case(
+                When(search_vector=SearchQuery(w, config="english", search_type="plain"), then=Value(idf)),
+                default=Value(0.0),
+                output_field=FloatField(),
+            )
+            for w, idf, _ in weighted
+        ),
+        start=Value(0.0, output_field=FloatField()),
+    )
     qs = (
         scope.facts()
-        .filter(search_vector=query)
-        .annotate(rank=SearchRank(F("search_vector"), query, normalization=Value(1)))
-        .annotate(score=F("rank") * decay_expression() * F("confidence"))
+        .filter(search_vector=selector)
+        .annotate(rank=SearchRank(F("search_vector"), everything, normalization=Value(1)))
+        .annotate(score=(idf_sum + F("rank")) * decay_expression() * F("confidence"))
     )
     if prefer_repo:
         qs = qs.annotate(in_repo=Case(When(domain__repo__slug=prefer_repo, then=Value(1)), default=Value(0))).order_by(
@@ -155,20 +233,28 @@ def lexical(scope: Scope, text: str, *, limit: int, prefer_repo: str | None = No
         )
     else:
         qs = qs.order_by("-score", "-id")
+    return qs
+
+
+def lexical(scope: Scope, text: str, *, limit: int, prefer_repo: str | None = None) -> list[tuple[int, float]]:
+    """Ranked (id, score) of the lexical voice."""
+    qs = lexical_queryset(scope, text, prefer_repo=prefer_repo)
+    if qs is None:
+        return []
     return [(pk, float(score)) for pk, score in qs.values_list("id", "score")[:limit]]
 
 
+def semantic_queryset(scope: Scope, vector: Sequence[float]) -> QuerySet[Fact]:
+    """Nearest facts by cosine distance: ORDER BY embedding <=> query LIMIT k uses the HNSW index."""
+    return scope.facts().annotate(distance=CosineDistance("embedding", list(vector))).order_by("distance")
+
+
 def semantic(scope: Scope, vector: Sequence[float], *, limit: int) -> list[tuple[int, float]]:
-    """Nearest facts by cosine (HNSW index); returns (id, similarity)."""
+    """Ranked (id, similarity) of the semantic voice, with ef_search raised for this transaction."""
     with transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, limit)}")
-        rows = list(
-            scope.facts()
-            .annotate(distance=CosineDistance("embedding", list(vector)))
-            .order_by("distance")
-            .values_list("id", "distance")[:limit]
-        )
+            cursor.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, int(limit))}")
+        rows = list(semantic_queryset(scope, vector).values_list("id", "distance")[:limit])
     return [(pk, 1.0 - float(distance)) for pk, distance in rows if distance is not None]
 
 

@@ -1,0 +1,109 @@
+"""The indexes the recall paths rely on are the ones PostgreSQL uses, at a realistic table size."""
+
+import random
+
+import numpy as np
+import pytest
+from django.db import connection
+
+from memory.models import Fact
+from memory.search import voices
+from tests.factories import DomainFactory
+
+pytestmark = pytest.mark.slow
+
+WORDS = [
+    "deploy",
+    "pipeline",
+    "invoice",
+    "ledger",
+    "queue",
+    "worker",
+    "redis",
+    "postgres",
+    "timeout",
+    "retry",
+    "cache",
+    "billing",
+    "checkout",
+    "payments",
+    "staging",
+    "production",
+    "incident",
+    "rollback",
+    "migration",
+    "schema",
+    "index",
+    "vector",
+    "search",
+    "token",
+    "auth",
+    "session",
+    "cookie",
+    "header",
+    "proxy",
+    "gateway",
+    "service",
+    "cluster",
+    "node",
+    "region",
+    "backup",
+    "restore",
+    "audit",
+    "policy",
+]
+
+
+ROWS, WITH_VECTORS = 30_000, 8_000
+
+
+@pytest.fixture
+def big_table(world):
+    """30,000 live facts with realistic words (8,000 with unit vectors), then ANALYZE, as
+    autovacuum would. The HNSW index is rebuilt after the bulk insert, as a backfill would."""
+    rng = random.Random(7)
+    vectors = np.random.default_rng(7).normal(size=(WITH_VECTORS, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    domains = [world.architecture, world.conventions, DomainFactory(workspace=world.workspace, name="ops")]
+    hnsw = next(index for index in Fact._meta.indexes if index.name == "fact_embedding_hnsw")
+    with connection.schema_editor(atomic=False) as editor:
+        editor.remove_index(Fact, hnsw)
+    Fact.objects.bulk_create(
+        [
+            Fact(
+                workspace=world.workspace,
+                domain=domains[i % 3],
+                topic=f"topic-{i % 400}",
+                content=" ".join(rng.choices(WORDS, k=12)) + f" ERR_CODE_{i}.",
+                memory_type="decision",
+                veracity="agent_inferred",
+                confidence=0.7,
+                embedding=vectors[i].tolist() if i < WITH_VECTORS else None,
+            )
+            for i in range(ROWS)
+        ],
+        batch_size=2000,
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # no pending FK checks may block CREATE INDEX
+    with connection.schema_editor(atomic=False) as editor:
+        editor.add_index(Fact, hnsw)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memory_fact")
+    return vectors
+
+
+def test_recall_paths_use_their_indexes_at_30k_facts(world, big_table):
+    # One table for the three checks: building it is the slow part.
+    scope = voices.Scope(agent=world.coder)
+    keyword_plan = voices.lexical_queryset(scope, "why does the ERR_CODE_4242 rollback fail")[:20].explain()
+    assert "fact_search_gin" in keyword_plan, keyword_plan
+
+    semantic_plan = voices.semantic_queryset(scope, big_table[42].tolist())[:50].explain()
+    assert "fact_embedding_hnsw" in semantic_plan, semantic_plan
+
+    # With ef_search raised (voices.semantic), the exact neighbour comes back first.
+    target = Fact.objects.filter(embedding__isnull=False).order_by("pk")[42]
+    found = voices.semantic(scope, big_table[42].tolist(), limit=10)
+    assert found[0][0] == target.pk
+    assert found[0][1] == pytest.approx(1.0, abs=1e-4)

@@ -1,0 +1,181 @@
+"""search_memory: each voice's contribution, decay, MMR, repo boost and exclusions (real model)."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from memory.actors import Actor
+from memory.models import EpisodeFact, Fact
+from memory.search.hybrid import search_memory
+from memory.search.intent import Intent, classify
+from memory.services.embedding import embed_missing
+from memory.services.facts import create_episode
+from tests.factories import FactFactory
+
+
+def make(world, content, *, topic="t", days=0, domain=None, **kw):
+    when = timezone.now() - timedelta(days=days)
+    fact = FactFactory(
+        domain=domain or world.architecture, topic=topic, content=content, created_at=when, last_mentioned_at=when, **kw
+    )
+    return fact
+
+
+def ready():
+    embed_missing()
+
+
+def ids(result):
+    return [h.fact.pk for h in result.hits]
+
+
+@pytest.mark.parametrize(
+    "query,intent",
+    [
+        ("ERR_LEDGER_409", Intent.LOOKUP),
+        ("where is src/billing/ledger.py", Intent.LOOKUP),
+        ("what changed recently about deploys", Intent.RECENT),
+        ("why did the queue stall", Intent.RELATIONAL),
+        ("how do we deploy", Intent.GENERAL),
+    ],
+)
+def test_intent_classifier(query, intent):
+    assert classify(query) == intent
+
+
+def _incident(world, linked: bool):
+    stall = make(world, "On 2026-10-24 the invoice queue stalled for three hours.", topic="incident")
+    cause = make(world, "Broker host must keep maxmemory-policy at noeviction.", topic="broker")
+    for i, text in enumerate(
+        [
+            "Invoice PDFs are rendered with WeasyPrint.",
+            "The invoice queue has four workers.",
+            "Queue depth metrics live in Grafana.",
+            "Invoices are numbered per calendar year.",
+            "The invoice queue retries failed jobs three times.",
+            "Invoice emails are sent at 06:00 UTC.",
+        ]
+    ):
+        make(world, text, topic=f"invoice-{i}")
+    if linked:
+        episode = create_episode(workspace_id=world.workspace.pk, by=Actor.of_agent(world.coder), kind="incident")
+        EpisodeFact.objects.create(episode=episode, fact=stall, relation="written")
+        EpisodeFact.objects.create(episode=episode, fact=cause, relation="written")
+    ready()
+    return stall, cause
+
+
+def test_a_fact_only_the_graph_voice_can_find_is_found_in_hybrid(world):
+    stall, cause = _incident(world, linked=True)
+    result = search_memory(agent=world.coder, query="what caused the invoice queue stall", limit=4)
+    hit = next(h for h in result.hits if h.fact.pk == cause.pk)
+    assert hit.voices["graph"] == 1 and hit.voices["lexical"] is None
+
+
+def test_without_the_episode_edge_the_same_fact_is_not_found(world):
+    stall, cause = _incident(world, linked=False)
+    result = search_memory(agent=world.coder, query="what caused the invoice queue stall", limit=4)
+    assert cause.pk not in ids(result)
+    assert stall.pk in ids(result)
+
+
+def test_recency_intent_lifts_the_newer_fact(world):
+    old = make(world, "The payments timeout is 3000 ms for the checkout service.", topic="timeout-a", days=300)
+    new = make(world, "The payments timeout is 5000 ms for the checkout service now.", topic="timeout-b", days=1)
+    ready()
+    recent = search_memory(agent=world.coder, query="what changed recently about the payments timeout", limit=2)
+    assert ids(recent) == [new.pk, old.pk]
+    assert recent.intent == "recent"
+    assert recent.hits[0].voices["recency"] == 1
+
+
+def test_decay_lowers_stale_facts(world):
+    fresh = make(
+        world, "The staging database is reset every Sunday night.", topic="a", memory_type="observation", days=1
+    )
+    stale = make(
+        world, "The staging database is reset every Sunday night!", topic="b", memory_type="observation", days=400
+    )
+    ready()
+    for mode in ("keyword", "semantic", "hybrid"):
+        result = search_memory(agent=world.coder, query="staging database reset", mode=mode, limit=2)
+        scores = {h.fact.pk: h.score for h in result.hits}
+        assert scores[fresh.pk] > scores[stale.pk], mode
+
+
+def test_mmr_removes_restatements(world):
+    restatements = [
+        "Production deploys happen on Tuesdays.",
+        "Deploys to production happen on Tuesdays.",
+        "We deploy to production every Tuesday.",
+        "Production deployments take place on Tuesdays.",
+    ]
+    for i, text in enumerate(restatements):
+        make(world, text, topic=f"r{i}")
+    others = [
+        make(world, text, topic=f"o{i}")
+        for i, text in enumerate(
+            [
+                "Production deploys need a green CI run.",
+                "Production deploys are announced in #releases.",
+                "Deploy rollbacks use the previous container image.",
+            ]
+        )
+    ]
+    ready()
+    semantic = search_memory(agent=world.coder, query="production deploys", mode="semantic", limit=4)
+    hybrid = search_memory(agent=world.coder, query="production deploys", mode="hybrid", limit=4)
+    is_restatement = lambda h: "Tuesday" in h.fact.content  # noqa: E731
+    assert sum(map(is_restatement, semantic.hits)) >= 3
+    assert sum(map(is_restatement, hybrid.hits)) <= 2
+    assert any(h.fact.pk in {o.pk for o in others} for h in hybrid.hits)
+
+
+def test_repo_boost_ranks_the_repos_fact_first_without_filtering(world):
+    general = make(world, "Run the test suite with make test before merging.", topic="tests")
+    scoped = make(world, "Run the test suite with npm test before merging.", topic="tests", domain=world.repo_context)
+    ready()
+    boosted = search_memory(agent=world.coder, query="how do I run the test suite", repo="web", limit=2)
+    assert ids(boosted)[0] == scoped.pk and general.pk in ids(boosted)
+
+
+@pytest.mark.parametrize("mode", ["keyword", "semantic", "hybrid"])
+def test_superseded_expired_and_inactive_facts_are_excluded(world, mode):
+    live = make(world, "The deploy freeze starts on December 20.", topic="freeze")
+    make(
+        world,
+        "The deploy freeze starts on December 15.",
+        topic="freeze",
+        superseded_by=live,
+        superseded_at=timezone.now(),
+    )
+    make(
+        world,
+        "The deploy freeze starts on December 18.",
+        topic="freeze2",
+        valid_until=timezone.now() - timedelta(hours=1),
+    )
+    make(world, "The deploy freeze starts on December 19.", topic="freeze3", status="challenged")
+    make(world, "The deploy freeze starts on December 21.", topic="freeze4", status="deprecated")
+    ready()
+    result = search_memory(agent=world.coder, query="deploy freeze starts December", mode=mode, limit=10)
+    assert ids(result) == [live.pk]
+
+
+def test_search_counts_recalls_in_a_search_episode(world):
+    fact = make(world, "The deploy freeze starts on December 20.", topic="freeze")
+    ready()
+    result = search_memory(agent=world.coder, query="deploy freeze", limit=3)
+    assert Fact.objects.get(pk=fact.pk).recall_count == 1
+    assert EpisodeFact.objects.filter(episode_id=result.episode_id, fact=fact, relation="recalled").exists()
+
+
+def test_keyword_mode_matches_any_term(world):
+    a = make(world, "Ledger errors raise ERR_LEDGER_409 on duplicate postings.", topic="a")
+    b = make(world, "Checkout timeouts are logged as ERR_CHECKOUT_TIMEOUT.", topic="b")
+    ready()
+    found = ids(search_memory(agent=world.coder, query="ERR_LEDGER_409 duplicate", mode="keyword"))
+    assert found == [a.pk]
+    both = ids(search_memory(agent=world.coder, query="ledger checkout", mode="keyword"))
+    assert set(both) == {a.pk, b.pk}
