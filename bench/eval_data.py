@@ -22,7 +22,7 @@ CATEGORIES = frozenset({"identifier", "paraphrase", "recent", "connected"})
 
 H = "human_stated"
 A = "agent_inferred"
-I = "imported"
+IM = "imported"
 T = "tool_generated"
 
 FACTS: list[dict] = []
@@ -381,7 +381,7 @@ _add(
             "arch-object-storage",
             "storage",
             "observation",
-            I,
+            IM,
             230,
             "Invoice PDFs are stored in S3 bucket lark-invoices-prod under invoices/{year}/{account_id}/{invoice_id}.pdf with 7-year retention.",
         ),
@@ -724,7 +724,7 @@ _add(
             "conv-jira-keys",
             "tickets",
             "convention",
-            I,
+            IM,
             330,
             "Jira project keys: BILL for billing, WEB for web-app, DATA for data-pipeline, PLAT for platform and SEC for security.",
         ),
@@ -902,7 +902,7 @@ _add(
             "inc-2233-event",
             "dns-outage",
             "event",
-            I,
+            IM,
             410,
             "INC-2233 (August 17, 2024): internal *.internal names failed to resolve in prod-us-2 for 12 minutes after a CoreDNS config push.",
         ),
@@ -910,7 +910,7 @@ _add(
             "inc-2233-cause",
             "dns-outage",
             "observation",
-            I,
+            IM,
             409,
             "The CoreDNS ConfigMap was applied with a typo in the forward block, and the readiness probe missed it because it only checked port 8181.",
         ),
@@ -919,7 +919,7 @@ _add(
             "inc-2266-event",
             "report-export-timeout",
             "event",
-            I,
+            IM,
             380,
             "INC-2266 (September 15, 2024): large CSV exports from the customer dashboard timed out at edge-gw after 10 seconds for accounts with over 50k invoices.",
         ),
@@ -2120,7 +2120,7 @@ _add(
             "sec-laptop",
             "endpoint",
             "convention",
-            I,
+            IM,
             380,
             "Company laptops are managed by Kandji with FileVault enforced; lost devices must be reported in #it-help within one hour.",
         ),
@@ -2144,7 +2144,7 @@ _add(
             "sec-phishing",
             "training",
             "convention",
-            I,
+            IM,
             300,
             "Security awareness training in KnowBe4 is mandatory every year, and suspected phishing is reported with the Report button in Gmail.",
         ),
@@ -2529,7 +2529,7 @@ _add(
             "bill-ledger-accounts",
             "ledger-accounts",
             "observation",
-            I,
+            IM,
             240,
             "The chart of accounts is defined in billing/ledger/accounts.yaml; customer balances use account type liability:customer_credit.",
         ),

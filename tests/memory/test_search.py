@@ -67,7 +67,7 @@ def _incident(world, linked: bool):
 
 
 def test_a_fact_only_the_graph_voice_can_find_is_found_in_hybrid(world):
-    stall, cause = _incident(world, linked=True)
+    _stall, cause = _incident(world, linked=True)
     result = search_memory(agent=world.coder, query="what caused the invoice queue stall", limit=4)
     hit = next(h for h in result.hits if h.fact.pk == cause.pk)
     assert hit.voices["graph"] == 1 and hit.voices["lexical"] is None
