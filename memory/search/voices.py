@@ -199,7 +199,7 @@ def decay_expression() -> Any:
     return Exp(-Power(positive_age / scale, shape))
 
 
-def lexical_queryset(scope: Scope, text: str, *, prefer_repo: str | None = None) -> QuerySet[Fact] | None:
+def lexical_queryset(scope: Scope, text: str, *, prefer_repo: str | None = None) -> QuerySet[Any] | None:
     """Full-text matches (GIN index) with OR semantics over the text's terms, scored by the IDF of
     the terms each fact contains (plus ts_rank for density) × decay × confidence; with
     `prefer_repo`, that repo's facts come first. None when the text has no searchable term."""
@@ -244,7 +244,7 @@ def lexical(scope: Scope, text: str, *, limit: int, prefer_repo: str | None = No
     return [(pk, float(score)) for pk, score in qs.values_list("id", "score")[:limit]]
 
 
-def semantic_queryset(scope: Scope, vector: Sequence[float]) -> QuerySet[Fact]:
+def semantic_queryset(scope: Scope, vector: Sequence[float]) -> QuerySet[Any]:
     """Nearest facts by cosine distance: ORDER BY embedding <=> query LIMIT k uses the HNSW index."""
     return scope.facts().annotate(distance=CosineDistance("embedding", list(vector))).order_by("distance")
 
