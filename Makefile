@@ -64,3 +64,6 @@ stop: install
 
 clean: stop
 	rm -rf .engram
+
+eval: install
+	@$(PY) -m bench.eval

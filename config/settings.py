@@ -273,7 +273,7 @@ if ENGRAM_RECALL_MODE not in {"sync", "background"}:
     raise ImproperlyConfigured("ENGRAM_RECALL_MODE must be sync or background.")
 # Recall ranking: decay x confidence scales a candidate between FLOOR and 1 (so an old but
 # relevant fact is lowered, not buried); facts of the caller's repo are multiplied by REPO_BOOST.
-ENGRAM_DECAY_FLOOR = env_float("ENGRAM_DECAY_FLOOR", 0.5)
+ENGRAM_DECAY_FLOOR = env_float("ENGRAM_DECAY_FLOOR", 0.8)
 ENGRAM_REPO_BOOST = env_float("ENGRAM_REPO_BOOST", 1.5, minimum=1.0, maximum=10.0)
 # Re-mention reinforcement: c <- c + (1 - c) * r * w (SPEC §3).
 ENGRAM_REINFORCEMENT_RATE = env_float("ENGRAM_REINFORCEMENT_RATE", 0.3)

@@ -2,8 +2,9 @@
 
 hybrid: lexical (GIN full text), semantic (HNSW), recency (the most recently active of the
 relevant facts) and graph (two hops over episode edges from the strongest lexical and
-semantic seeds) are fused by weighted reciprocal rank, with weights chosen by the query's
-intent (memory.search.intent); each candidate is scaled by decay × confidence and boosted
+semantic seeds) are fused by a weighted sum of their min–max normalised scores (weights chosen
+by the query's intent, memory.search.intent; reciprocal-rank fusion is kept as an option and
+measured lower by `make eval`); each candidate is scaled by decay × confidence and boosted
 when it belongs to the caller's repo; MMR over the embeddings then keeps restatements of
 one fact from crowding out different facts.
 """
@@ -30,10 +31,13 @@ if TYPE_CHECKING:
 MODES = ("keyword", "semantic", "hybrid")
 VOICES = ("lexical", "semantic", "recency", "graph")
 CANDIDATES = 50
-RRF_K = 20  # small k: with ≤50 candidates per voice, the head of each list should count
-SEEDS_PER_VOICE = 3
+FUSION = "score"
+RRF_K = 20
+RECENCY_HALF_RANK = 5.0
+SEEDS = 3
 RELEVANCE_FLOOR = 0.25  # semantic similarity a fact needs to be in the recency voice's pool
-MMR_LAMBDA = 0.75
+MMR_LAMBDA = 0.5
+MMR_SIMILAR = 0.8
 
 
 @dataclass
@@ -81,13 +85,48 @@ def _mmr(hits: list[Hit], limit: int) -> list[Hit]:
     while remaining and len(chosen) < limit:
         best, best_value = remaining[0], -1e9
         for i in remaining:
-            redundancy = max((float(vectors[i] @ vectors[j]) for j in chosen), default=0.0)
+            similarity = max((float(vectors[i] @ vectors[j]) for j in chosen), default=0.0)
+            # Only near-restatements are redundant: facts on one subject that say different
+            # things (similarity ~0.6-0.75) are what a diverse answer should keep.
+            redundancy = max(0.0, (similarity - MMR_SIMILAR) / (1.0 - MMR_SIMILAR))
             value = MMR_LAMBDA * hits[i].score / top - (1 - MMR_LAMBDA) * redundancy
             if value > best_value:
                 best, best_value = i, value
         chosen.append(best)
         remaining.remove(best)
     return [hits[i] for i in chosen]
+
+
+def _normalised(name: str, ranked: list[tuple[int, float]]) -> dict[int, float]:
+    """Each voice's scores on one 0–1 scale: min–max over the voice's own candidates (semantic
+    similarity, lexical and graph scores); recency, whose score is a timestamp, by rank."""
+    if not ranked:
+        return {}
+    if name == "recency":
+        return {pk: 1.0 / (1.0 + i / RECENCY_HALF_RANK) for i, (pk, _) in enumerate(ranked)}
+    if name == "graph":  # already 0–1: the strength inherited from the seed
+        return dict(ranked)
+    high = max(score for _, score in ranked)
+    # The floor is the weakest candidate, but never above half the best: with only a few
+    # candidates, a close second must not be flattened to zero.
+    low = min(min(score for _, score in ranked), high / 2)
+    spread = high - low
+    return {pk: (score - low) / spread if spread > 0 else 1.0 for pk, score in ranked}
+
+
+def fuse(lists: dict[str, list[tuple[int, float]]], weights: dict[str, float]) -> dict[int, float]:
+    """Weighted fusion: FUSION "score" sums normalised voice scores (CombSUM), "rrf" sums
+    weighted reciprocal ranks."""
+    fused: dict[int, float] = {}
+    for name, ranked in lists.items():
+        weight = weights.get(name, 0.0)
+        if FUSION == "rrf":
+            contributions = {pk: 1.0 / (RRF_K + i + 1) for i, (pk, _) in enumerate(ranked)}
+        else:
+            contributions = _normalised(name, ranked)
+        for pk, value in contributions.items():
+            fused[pk] = fused.get(pk, 0.0) + weight * value
+    return fused
 
 
 def _load(ids: Sequence[int]) -> dict[int, Fact]:
@@ -118,22 +157,19 @@ def search_memory(
     if mode == "hybrid":
         pool = [pk for pk, sim in lists["semantic"] if sim >= RELEVANCE_FLOOR] + [pk for pk, _ in lists["lexical"]]
         lists["recency"] = voices.temporal(scope, list(dict.fromkeys(pool)), limit=CANDIDATES)
-        seeds = [pk for pk, _ in lists["lexical"][:SEEDS_PER_VOICE]] + [
-            pk for pk, _ in lists["semantic"][:SEEDS_PER_VOICE]
-        ]
-        lists["graph"] = voices.graph(scope, list(dict.fromkeys(seeds)), limit=CANDIDATES)
+        # Graph seeds are the strongest facts by lexical + semantic evidence; a neighbour inherits
+        # the strength of the seed that reaches it (spreading activation over episode edges).
+        direct = fuse({k: lists[k] for k in ("lexical", "semantic")}, WEIGHTS[intent])
+        seeds = sorted(direct, key=lambda pk: -direct[pk])[:SEEDS]
+        top = direct[seeds[0]] if seeds else 1.0
+        lists["graph"] = voices.graph(scope, seeds, limit=CANDIDATES, strengths={pk: direct[pk] / top for pk in seeds})
 
     ranks = {name: _ranks(ranked) for name, ranked in lists.items()}
     if mode == "keyword":
         fused = {pk: score for pk, score in lists["lexical"]}
-        weights = {"lexical": 1.0}
     else:
         weights = WEIGHTS[intent] if mode == "hybrid" else {"lexical": 1.0, "semantic": 1.0}
-        fused = {}
-        for name, rank_of in ranks.items():
-            for pk, rank in rank_of.items():
-                fused[pk] = fused.get(pk, 0.0) + weights[name] / (RRF_K + rank)
-
+        fused = fuse(lists, weights)
     ordered = sorted(fused, key=lambda pk: -fused[pk])[: max(limit * 4, CANDIDATES)]
     facts = _load(ordered)
     hits: list[Hit] = []

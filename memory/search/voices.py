@@ -267,12 +267,15 @@ def temporal(scope: Scope, pool: Sequence[int], *, limit: int) -> list[tuple[int
     return [(pk, when.timestamp()) for pk, when in rows]
 
 
-def graph(scope: Scope, seeds: Sequence[int], *, limit: int) -> list[tuple[int, float]]:
+def graph(
+    scope: Scope, seeds: Sequence[int], *, limit: int, strengths: dict[int, float] | None = None
+) -> list[tuple[int, float]]:
     """Two hops over episode edges: seed fact → episode it was written in → other facts written
-    there. Scored by how many seeds (weighted by seed rank) reach each fact."""
+    there. A neighbour scores the strength of the strongest seed reaching it (default: by seed
+    order), so it ranks below the evidence that led to it."""
     if not seeds:
         return []
-    seed_weight = {pk: 1.0 / (1 + i) for i, pk in enumerate(seeds)}
+    strength = strengths or {pk: 1.0 / (1 + i) for i, pk in enumerate(seeds)}
     links = list(
         EpisodeFact.objects.filter(fact_id__in=list(seeds), relation=EpisodeFact.Relation.WRITTEN).values_list(
             "episode_id", "fact_id"
@@ -280,17 +283,17 @@ def graph(scope: Scope, seeds: Sequence[int], *, limit: int) -> list[tuple[int, 
     )
     if not links:
         return []
-    episode_weight: dict[int, float] = defaultdict(float)
+    episode_strength: dict[int, float] = defaultdict(float)
     for episode_id, fact_id in links:
-        episode_weight[episode_id] += seed_weight[fact_id]
+        episode_strength[episode_id] = max(episode_strength[episode_id], strength.get(fact_id, 0.0))
     neighbours = (
-        EpisodeFact.objects.filter(episode_id__in=list(episode_weight), relation=EpisodeFact.Relation.WRITTEN)
+        EpisodeFact.objects.filter(episode_id__in=list(episode_strength), relation=EpisodeFact.Relation.WRITTEN)
         .exclude(fact_id__in=list(seeds))
         .values_list("episode_id", "fact_id")[:2000]
     )
     score: dict[int, float] = defaultdict(float)
     for episode_id, fact_id in neighbours:
-        score[fact_id] += episode_weight[episode_id]
+        score[fact_id] = max(score[fact_id], episode_strength[episode_id])
     allowed = set(scope.facts().filter(pk__in=list(score)).values_list("id", flat=True))
     ranked = sorted(((pk, s) for pk, s in score.items() if pk in allowed), key=lambda x: (-x[1], x[0]))
     return ranked[:limit]

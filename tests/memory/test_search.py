@@ -68,14 +68,14 @@ def _incident(world, linked: bool):
 
 def test_a_fact_only_the_graph_voice_can_find_is_found_in_hybrid(world):
     _stall, cause = _incident(world, linked=True)
-    result = search_memory(agent=world.coder, query="what caused the invoice queue stall", limit=4)
+    result = search_memory(agent=world.coder, query="what caused the invoice queue stall", limit=5)
     hit = next(h for h in result.hits if h.fact.pk == cause.pk)
     assert hit.voices["graph"] == 1 and hit.voices["lexical"] is None
 
 
 def test_without_the_episode_edge_the_same_fact_is_not_found(world):
     stall, cause = _incident(world, linked=False)
-    result = search_memory(agent=world.coder, query="what caused the invoice queue stall", limit=4)
+    result = search_memory(agent=world.coder, query="what caused the invoice queue stall", limit=5)
     assert cause.pk not in ids(result)
     assert stall.pk in ids(result)
 
