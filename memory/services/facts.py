@@ -358,3 +358,44 @@ def create_episode(
     )
     record_event(actor=by, verb="episode.created", workspace_id=workspace_id, target=episode, detail={"kind": kind})
     return episode
+
+
+@dataclass
+class IngestItem:
+    domain: MemoryDomain
+    data: FactInput
+
+
+def ingest_facts(
+    *, items: Sequence[IngestItem], by: Actor, batch_size: int = 64, progress: Any = None
+) -> dict[str, int]:
+    """The batch path for importers: the same write path as propose_fact (conflict detection,
+    locks, audit), with embeddings computed in batches on a second thread while the previous
+    batch is written, so inference and database work overlap. Returns outcome counts."""
+    import threading
+    from queue import Queue
+
+    for item in items:
+        validate_fact_input(item.data)
+    batches = [items[i : i + batch_size] for i in range(0, len(items), batch_size)]
+    ready: Queue[tuple[Sequence[IngestItem], list[list[float]]] | None] = Queue(maxsize=2)
+
+    def embedder() -> None:
+        for batch in batches:
+            ready.put(
+                (batch, embed_texts([fact_text(i.data.topic, i.data.content) for i in batch], batch_size=batch_size))
+            )
+        ready.put(None)
+
+    thread = threading.Thread(target=embedder, name="engram-ingest-embedder", daemon=True)
+    thread.start()
+    counts: dict[str, int] = {}
+    while (next_batch := ready.get()) is not None:
+        batch, vectors = next_batch
+        for item, vector in zip(batch, vectors, strict=True):
+            result = _propose_locked(domain=item.domain, data=item.data, by=by, vector=vector)
+            counts[result.outcome] = counts.get(result.outcome, 0) + 1
+        if progress is not None:
+            progress(len(batch))
+    thread.join()
+    return counts

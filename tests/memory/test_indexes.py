@@ -96,7 +96,9 @@ def big_table(world):
 def test_recall_paths_use_their_indexes_at_30k_facts(world, big_table):
     # One table for the three checks: building it is the slow part.
     scope = voices.Scope(agent=world.coder)
-    keyword_plan = voices.lexical_queryset(scope, "why does the ERR_CODE_4242 rollback fail")[:20].explain()
+    lexical = voices.lexical_sql(scope, "why does the ERR_CODE_4242 rollback fail", limit=20)
+    assert lexical is not None
+    keyword_plan = voices.explain(*lexical)
     assert "fact_search_gin" in keyword_plan, keyword_plan
 
     semantic_plan = voices.semantic_queryset(scope, big_table[42].tolist())[:50].explain()
