@@ -90,6 +90,7 @@ def big_table(world):
         editor.add_index(Fact, hnsw)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE memory_fact")
+    voices._stats = None  # the lexeme statistics are re-read after ANALYZE, as after autovacuum
     return vectors
 
 
