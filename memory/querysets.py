@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import models
 from django.db.models import Exists, OuterRef, Q
-from django.utils import timezone
+from django.db.models.functions import Now
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -52,10 +52,10 @@ class FactQuerySet(models.QuerySet):
         return self.filter(superseded_by__isnull=True, status__in=["active", "challenged"])
 
     def recallable(self, now: Any = None) -> FactQuerySet:
-        """What agents may be shown: live, active, and not past valid_until."""
-        now = now or timezone.now()
+        """What agents may be shown: live, active, and not past valid_until (the database's
+        clock unless `now` is given, so the SQL of a scope is the same from call to call)."""
         return self.filter(superseded_by__isnull=True, status="active").filter(
-            Q(valid_until__isnull=True) | Q(valid_until__gt=now)
+            Q(valid_until__isnull=True) | Q(valid_until__gt=now or Now())
         )
 
     def needing_embedding(self) -> FactQuerySet:
@@ -69,3 +69,13 @@ class PolicyQuerySet(models.QuerySet):
 
     def active(self) -> PolicyQuerySet:
         return self.filter(active=True, superseded_by__isnull=True)
+
+
+class CandidateQuerySet(models.QuerySet):
+    def visible_to(self, agent: Agent) -> CandidateQuerySet:
+        """Promotion candidates of the agent's workspace outside the domains its role holds `none` on."""
+        return self.filter(workspace_id=agent.workspace_id).exclude(_none_grant_for(agent, "domain_id"))
+
+    def open(self) -> CandidateQuerySet:
+        """Not decided yet (neither promoted nor denied)."""
+        return self.exclude(promotion_status__in=["active", "denied"])

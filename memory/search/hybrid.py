@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import numpy as np
 from django.conf import settings
+from django.db import connection
 
 from memory import decay
 from memory.embeddings import embed_text
@@ -73,28 +73,47 @@ def _adjust(fact: Fact, score: float, repo: str | None) -> float:
     return score * (floor + (1.0 - floor) * weight) * _repo_boost(fact, repo)
 
 
+def _similarities(ids: Sequence[int]) -> dict[tuple[int, int], float]:
+    """Pairwise cosine similarity of the candidates, computed by pgvector in the database (no
+    vectors travel to Python)."""
+    if len(ids) < 2:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT a.id, b.id, 1 - (a.embedding <=> b.embedding) FROM memory_fact a JOIN memory_fact b "
+            "ON a.id < b.id WHERE a.id = ANY(%s) AND b.id = ANY(%s) "
+            "AND a.embedding IS NOT NULL AND b.embedding IS NOT NULL",
+            [list(ids), list(ids)],
+        )
+        return {(a, b): float(sim) for a, b, sim in cursor.fetchall()}
+
+
 def _mmr(hits: list[Hit], limit: int) -> list[Hit]:
-    """Maximal marginal relevance over the fact embeddings."""
+    """Maximal marginal relevance: each next pick trades relevance against being a restatement
+    of one already picked (similarity above MMR_SIMILAR)."""
     if len(hits) <= 1:
         return hits[:limit]
-    top = max(h.score for h in hits) or 1.0
-    zero = np.zeros(384, dtype=np.float32)
-    vectors = [np.asarray(h.fact.embedding, dtype=np.float32) if h.fact.embedding is not None else zero for h in hits]
+    pool = hits[: max(limit * 3, limit + 5)]
+    sims = _similarities([h.fact.pk for h in pool])
+    top = max(h.score for h in pool) or 1.0
     chosen: list[int] = []
-    remaining = list(range(len(hits)))
+    remaining = list(range(len(pool)))
     while remaining and len(chosen) < limit:
         best, best_value = remaining[0], -1e9
         for i in remaining:
-            similarity = max((float(vectors[i] @ vectors[j]) for j in chosen), default=0.0)
+            a = pool[i].fact.pk
+            similarity = max(
+                (sims.get((min(a, pool[j].fact.pk), max(a, pool[j].fact.pk)), 0.0) for j in chosen), default=0.0
+            )
             # Only near-restatements are redundant: facts on one subject that say different
             # things (similarity ~0.6-0.75) are what a diverse answer should keep.
             redundancy = max(0.0, (similarity - MMR_SIMILAR) / (1.0 - MMR_SIMILAR))
-            value = MMR_LAMBDA * hits[i].score / top - (1 - MMR_LAMBDA) * redundancy
+            value = MMR_LAMBDA * pool[i].score / top - (1 - MMR_LAMBDA) * redundancy
             if value > best_value:
                 best, best_value = i, value
         chosen.append(best)
         remaining.remove(best)
-    return [hits[i] for i in chosen]
+    return [pool[i] for i in chosen]
 
 
 def _normalised(name: str, ranked: list[tuple[int, float]]) -> dict[int, float]:
@@ -130,7 +149,7 @@ def fuse(lists: dict[str, list[tuple[int, float]]], weights: dict[str, float]) -
 
 
 def _load(ids: Sequence[int]) -> dict[int, Fact]:
-    facts = Fact.objects.select_related("domain__repo").filter(pk__in=list(ids))
+    facts = Fact.objects.select_related("domain__repo").defer("embedding", "search_vector").filter(pk__in=list(ids))
     return {f.pk: f for f in facts}
 
 
@@ -170,7 +189,9 @@ def search_memory(
     else:
         weights = WEIGHTS[intent] if mode == "hybrid" else {"lexical": 1.0, "semantic": 1.0}
         fused = fuse(lists, weights)
-    ordered = sorted(fused, key=lambda pk: -fused[pk])[: max(limit * 4, CANDIDATES)]
+    # Decay and the repo boost rescale by at most 1/floor × boost: the head of the fused list
+    # is enough to rank (loading every candidate cost more than the search).
+    ordered = sorted(fused, key=lambda pk: -fused[pk])[: max(limit * 3, 20)]
     facts = _load(ordered)
     hits: list[Hit] = []
     for pk in ordered:

@@ -69,7 +69,12 @@ def select_facts(agent: Agent, task: str, repo: str | None) -> list[tuple[Fact, 
     ranked = voices.lexical(voices.Scope(agent=agent), task, limit=CANDIDATES, prefer_repo=repo)
     if not ranked:
         return []
-    loaded = {f.pk: f for f in Fact.objects.select_related("domain__repo").filter(pk__in=[pk for pk, _ in ranked])}
+    loaded = {
+        f.pk: f
+        for f in Fact.objects.select_related("domain__repo")
+        .defer("embedding", "search_vector")
+        .filter(pk__in=[pk for pk, _ in ranked])
+    }
     chosen: list[tuple[Fact, str]] = []
     used = 0
     for pk, _ in ranked:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -17,10 +16,9 @@ from typing import TYPE_CHECKING, Any
 from django.contrib.postgres.search import SearchQuery
 from django.db import connection, transaction
 from django.db.models import QuerySet
-from pgvector.django import CosineDistance
 
 from memory import decay
-from memory.models import EpisodeFact, Fact
+from memory.models import Fact
 
 if TYPE_CHECKING:
     from agents.models import Agent
@@ -126,13 +124,14 @@ def or_query(words: Sequence[str]) -> SearchQuery | None:
 # most common lexemes of the tsvector column with their document frequencies (pg_stats); a
 # lexeme missing from that list is rarer than all of them. Read once per process every 5 minutes.
 _STATS_SECONDS = 300.0
-SELECTIVE_FREQUENCY = 0.01  # terms in more facts than this only score; they do not select
-_stats: tuple[float, dict[str, float], float] | None = None
+SELECTIVE_ROWS = 2000  # a term matching more facts than this only scores; it does not select
+_stats: tuple[float, dict[str, float], float, float] | None = None
 _lexemes: dict[str, tuple[str, ...]] = {}
 
 
-def lexeme_frequencies() -> tuple[dict[str, float], float]:
-    """(lexeme → fraction of facts containing it, frequency assumed for any other lexeme)."""
+def lexeme_frequencies() -> tuple[dict[str, float], float, float]:
+    """(lexeme → fraction of facts containing it, frequency assumed for any other lexeme,
+    estimated number of facts)."""
     global _stats
     now = time.monotonic()
     if _stats is None or now - _stats[0] > _STATS_SECONDS:
@@ -142,12 +141,14 @@ def lexeme_frequencies() -> tuple[dict[str, float], float]:
                 "WHERE tablename = 'memory_fact' AND attname = 'search_vector' LIMIT 1"
             )
             row = cursor.fetchone()
+            cursor.execute("SELECT greatest(reltuples, 0) FROM pg_class WHERE relname = 'memory_fact'")
+            rows_row = cursor.fetchone()
         freqs: dict[str, float] = {}
         if row and row[0] and row[1]:
             freqs = {lexeme: float(f) for lexeme, f in zip(row[0], row[1], strict=False)}
         floor = min(freqs.values()) / 2 if freqs else 0.01
-        _stats = (now, freqs, floor)
-    return _stats[1], _stats[2]
+        _stats = (now, freqs, floor, float(rows_row[0]) if rows_row else 0.0)
+    return _stats[1], _stats[2], _stats[3]
 
 
 def _lexemes_of(words: Sequence[str]) -> dict[str, tuple[str, ...]]:
@@ -169,7 +170,7 @@ def weighted_terms(text: str) -> list[tuple[str, float, float]]:
     words = terms(text)
     if not words:
         return []
-    freqs, floor = lexeme_frequencies()
+    freqs, floor, _ = lexeme_frequencies()
     weighted = []
     for word, lexemes in _lexemes_of(words).items():
         if not lexemes:
@@ -180,12 +181,23 @@ def weighted_terms(text: str) -> list[tuple[str, float, float]]:
     return weighted
 
 
+_where_cache: dict[tuple[int, int, int | None], tuple[str, list[Any]]] = {}
+
+
 def _scope_where(scope: Scope) -> tuple[str, list[Any]]:
     """The WHERE clause of `scope.facts()` (visibility, recallability, domain) as SQL, so the
-    hand-written ranking queries below apply exactly the queryset's rules."""
-    qs = scope.facts()
-    where, params = qs.query.get_compiler(using=qs.db).compile(qs.query.where)
-    return where, list(params)
+    hand-written ranking queries below apply exactly the queryset's rules. It depends only on
+    workspace, role and domain (grants are looked up by the SQL itself), so it is compiled once."""
+    key = (scope.agent.workspace_id, scope.agent.role_id, scope.domain_id)
+    cached = _where_cache.get(key)
+    if cached is None:
+        qs = scope.facts()
+        where, params = qs.query.get_compiler(using=qs.db).compile(qs.query.where)
+        cached = (where, list(params))
+        if len(_where_cache) > 10_000:
+            _where_cache.clear()
+        _where_cache[key] = cached
+    return cached
 
 
 def _decay_sql() -> tuple[str, list[Any]]:
@@ -210,9 +222,10 @@ def lexical_sql(scope: Scope, text: str, *, limit: int, prefer_repo: str | None 
     weighted = weighted_terms(text)
     if not weighted:
         return None
-    # Select candidates by the rare terms only (common ones still score): this bounds the rows
-    # to rank at any table size. With no rare term, the two rarest select.
-    selective = [w for w, _, f in weighted if f <= SELECTIVE_FREQUENCY]
+    # Select candidates by the terms matching at most SELECTIVE_ROWS facts (common ones still
+    # score): this bounds the rows to rank at any table size. With none, the two rarest select.
+    facts = lexeme_frequencies()[2]
+    selective = [w for w, _, f in weighted if f * facts <= SELECTIVE_ROWS]
     selective = selective or [w for w, _, _ in sorted(weighted, key=lambda t: t[2])[:2]]
     tsquery = lambda words: " || ".join(["plainto_tsquery('english', %s)"] * len(words))  # noqa: E731
     idf_sql = " + ".join(
@@ -255,27 +268,50 @@ def explain(sql: str, params: Sequence[Any]) -> str:
         return "\n".join(row[0] for row in cursor.fetchall())
 
 
-def semantic_queryset(scope: Scope, vector: Sequence[float]) -> QuerySet[Any]:
-    """Nearest facts by cosine distance: ORDER BY embedding <=> query LIMIT k uses the HNSW index."""
-    return scope.facts().annotate(distance=CosineDistance("embedding", list(vector))).order_by("distance")
+def _vector_literal(vector: Sequence[float]) -> str:
+    return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
+
+
+def semantic_sql(scope: Scope, vector: Sequence[float], *, limit: int) -> tuple[str, list[Any]]:
+    """Nearest facts by cosine distance: ORDER BY embedding <=> query LIMIT k is served by the
+    HNSW index (hnsw.ef_search is 100 for the database, migration 0004)."""
+    where, params = _scope_where(scope)
+    literal = _vector_literal(vector)
+    sql = (
+        "SELECT memory_fact.id, 1 - (memory_fact.embedding <=> %s::vector) FROM memory_fact"
+        f" WHERE {where} AND memory_fact.embedding IS NOT NULL"
+        " ORDER BY memory_fact.embedding <=> %s::vector LIMIT %s"
+    )
+    return sql, [literal, *params, literal, limit]
 
 
 def semantic(scope: Scope, vector: Sequence[float], *, limit: int) -> list[tuple[int, float]]:
-    """Ranked (id, similarity) of the semantic voice, with ef_search raised for this transaction."""
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, int(limit))}")
-        rows = list(semantic_queryset(scope, vector).values_list("id", "distance")[:limit])
-    return [(pk, 1.0 - float(distance)) for pk, distance in rows if distance is not None]
+    """Ranked (id, similarity) of the semantic voice."""
+    sql, params = semantic_sql(scope, vector, limit=limit)
+    with connection.cursor() as cursor:
+        if limit > EF_SEARCH:  # a longer list than the database default searches wider
+            with transaction.atomic():
+                cursor.execute(f"SET LOCAL hnsw.ef_search = {int(limit)}")
+                cursor.execute(sql, params)
+                rows = cursor.fetchall()
+        else:
+            cursor.execute(sql, params)
+            rows = cursor.fetchall()
+    return [(pk, float(similarity)) for pk, similarity in rows]
 
 
 def temporal(scope: Scope, pool: Sequence[int], *, limit: int) -> list[tuple[int, float]]:
     """The most recently active facts among the relevant pool (newest first); with no pool,
     the most recently active facts of the scope."""
-    qs = scope.facts()
-    qs = qs.filter(pk__in=list(pool)) if pool else qs
-    rows = qs.order_by("-last_mentioned_at", "-id").values_list("id", "last_mentioned_at")[:limit]
-    return [(pk, when.timestamp()) for pk, when in rows]
+    where, params = _scope_where(scope)
+    pool_sql, pool_params = (" AND memory_fact.id = ANY(%s)", [list(pool)]) if pool else ("", [])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT memory_fact.id, extract(epoch FROM memory_fact.last_mentioned_at) FROM memory_fact"
+            f" WHERE {where}{pool_sql} ORDER BY memory_fact.last_mentioned_at DESC, memory_fact.id DESC LIMIT %s",
+            [*params, *pool_params, limit],
+        )
+        return [(pk, float(epoch)) for pk, epoch in cursor.fetchall()]
 
 
 def graph(
@@ -283,28 +319,20 @@ def graph(
 ) -> list[tuple[int, float]]:
     """Two hops over episode edges: seed fact → episode it was written in → other facts written
     there. A neighbour scores the strength of the strongest seed reaching it (default: by seed
-    order), so it ranks below the evidence that led to it."""
+    order), so it ranks below the evidence that led to it. One query."""
     if not seeds:
         return []
     strength = strengths or {pk: 1.0 / (1 + i) for i, pk in enumerate(seeds)}
-    links = list(
-        EpisodeFact.objects.filter(fact_id__in=list(seeds), relation=EpisodeFact.Relation.WRITTEN).values_list(
-            "episode_id", "fact_id"
-        )[:500]
-    )
-    if not links:
-        return []
-    episode_strength: dict[int, float] = defaultdict(float)
-    for episode_id, fact_id in links:
-        episode_strength[episode_id] = max(episode_strength[episode_id], strength.get(fact_id, 0.0))
-    neighbours = (
-        EpisodeFact.objects.filter(episode_id__in=list(episode_strength), relation=EpisodeFact.Relation.WRITTEN)
-        .exclude(fact_id__in=list(seeds))
-        .values_list("episode_id", "fact_id")[:2000]
-    )
-    score: dict[int, float] = defaultdict(float)
-    for episode_id, fact_id in neighbours:
-        score[fact_id] = max(score[fact_id], episode_strength[episode_id])
-    allowed = set(scope.facts().filter(pk__in=list(score)).values_list("id", flat=True))
-    ranked = sorted(((pk, s) for pk, s in score.items() if pk in allowed), key=lambda x: (-x[1], x[0]))
-    return ranked[:limit]
+    ids = list(strength)
+    where, params = _scope_where(scope)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT n.fact_id, max(seed.strength) FROM memory_episodefact s"
+            " JOIN unnest(%s::bigint[], %s::float8[]) AS seed(id, strength) ON s.fact_id = seed.id"
+            " JOIN memory_episodefact n ON n.episode_id = s.episode_id AND n.relation = 'written'"
+            " JOIN memory_fact ON memory_fact.id = n.fact_id"
+            f" WHERE s.relation = 'written' AND NOT (n.fact_id = ANY(%s)) AND {where}"
+            " GROUP BY n.fact_id ORDER BY 2 DESC, 1 LIMIT %s",
+            [ids, [strength[pk] for pk in ids], ids, *params, limit],
+        )
+        return [(pk, float(score)) for pk, score in cursor.fetchall()]

@@ -102,7 +102,7 @@ def test_recall_paths_use_their_indexes_at_30k_facts(world, big_table):
     keyword_plan = voices.explain(*lexical)
     assert "fact_search_gin" in keyword_plan, keyword_plan
 
-    semantic_plan = voices.semantic_queryset(scope, big_table[42].tolist())[:50].explain()
+    semantic_plan = voices.explain(*voices.semantic_sql(scope, big_table[42].tolist(), limit=50))
     assert "fact_embedding_hnsw" in semantic_plan, semantic_plan
 
     # With ef_search raised (voices.semantic), the exact neighbour comes back first.
