@@ -20,6 +20,9 @@ help:
 	@echo "make run    install everything, start the embedded PostgreSQL, load the demo, serve on 127.0.0.1:$(PORT)"
 	@echo "make test   lint (ruff, mypy) then the whole test suite on real PostgreSQL"
 	@echo "make bench  recall and ingest benchmarks (not part of make test)"
+	@echo "make eval   recall quality on the labelled set (recall@10, nDCG@10)"
+	@echo "make serve-prod  gunicorn + Celery worker and beat on Redis (production shape)"
+	@echo "make load   50 simulated agents for 60 s against gunicorn: p50/p95/p99 per endpoint"
 	@echo "make stop   stop the embedded PostgreSQL"
 
 $(STAMP): requirements.txt
@@ -58,6 +61,12 @@ test: lint
 
 bench: install
 	@$(PY) -m bench.run $(BENCH_ARGS)
+
+serve-prod: install
+	@bin/serve-prod
+
+load: install
+	@$(PY) -m bench.load $(LOAD_ARGS)
 
 stop: install
 	@$(PY) -m config.embedded stop

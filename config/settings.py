@@ -107,6 +107,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "config.middleware.BodySizeLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -201,9 +203,16 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = DEBUG
+STATIC_ROOT.mkdir(exist_ok=True)  # whitenoise warns on every start when it is missing
 
 # --- Security (production mode) ------------------------------------------------------------
-DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("ENGRAM_MAX_BODY_BYTES", 2_000_000, minimum=10_000)
+ENGRAM_MAX_BODY_BYTES = env_int("ENGRAM_MAX_BODY_BYTES", 2_000_000, minimum=10_000)
+DATA_UPLOAD_MAX_MEMORY_SIZE = ENGRAM_MAX_BODY_BYTES
 if not DEBUG:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
@@ -227,6 +236,8 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
+    "DEFAULT_THROTTLE_CLASSES": ["agents.api.throttling.AgentRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {"agent": env_str("ENGRAM_THROTTLE_RATE") or ("100000/min" if TESTING else "6000/min")},
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Engram agent API",
@@ -236,6 +247,14 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "FactStatusEnum": "memory.models.FactStatus",
+        "TaskStatusEnum": ["done", "queued"],
+    },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "agents.api.schema_hooks.add_error_responses",
+    ],
     # Swagger UI served from our own static files: the site works without internet access.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
@@ -255,6 +274,16 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 if CELERY_BROKER_URL and not CELERY_BROKER_URL.startswith(("redis://", "rediss://", "memory://")):
     raise ImproperlyConfigured("CELERY_BROKER_URL must be a redis:// URL (or leave it unset to run tasks inline).")
+
+# Throttling counters must be shared by all web processes in production: Redis when there is one.
+CACHE_URL = env_str("CACHE_URL") or CELERY_BROKER_URL
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+        if CACHE_URL.startswith(("redis://", "rediss://"))
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
 
 # --- Engram ------------------------------------------------------------------------------
 # Threads per process for the embedding model: one keeps latency stable under contention.
@@ -278,11 +307,17 @@ ENGRAM_REPO_BOOST = env_float("ENGRAM_REPO_BOOST", 1.5, minimum=1.0, maximum=10.
 # Re-mention reinforcement: c <- c + (1 - c) * r * w (SPEC §3).
 ENGRAM_REINFORCEMENT_RATE = env_float("ENGRAM_REINFORCEMENT_RATE", 0.3)
 
+LOG_FORMAT = env_str("LOG_FORMAT") or ("plain" if DEBUG else "json")
+if LOG_FORMAT not in {"plain", "json"}:
+    raise ImproperlyConfigured("LOG_FORMAT must be plain or json.")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "config.logs.JsonFormatter"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL") or "INFO"},
     "loggers": {"pgserver": {"level": "WARNING"}, "sentence_transformers": {"level": "WARNING"}},
 }
