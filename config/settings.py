@@ -272,6 +272,13 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A task whose worker died unacknowledged is delivered again after this many seconds.
+# Workers look for such tasks every 5 s (a cheap sorted-set range on Redis).
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1),
+    "unacked_restore_interval": 5,
+    "unacked_restore_throttle": 1,
+}
 if CELERY_BROKER_URL and not CELERY_BROKER_URL.startswith(("redis://", "rediss://", "memory://")):
     raise ImproperlyConfigured("CELERY_BROKER_URL must be a redis:// URL (or leave it unset to run tasks inline).")
 
