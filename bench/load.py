@@ -58,17 +58,23 @@ def setup() -> list[str]:
             repo = get_or_create_repo(workspace=ws, slug=slug, by=by)
             domains[("context", slug)] = create_domain(workspace=ws, name="context", repo=repo, by=by)
         keys = [create_agent(workspace=ws, name=f"agent-{i}", role=roles[i % 2], by=by)[1] for i in range(AGENTS)]
-    items = [IngestItem(domain=domains[(f.domain, f.repo)],
-                        data=FactInput(topic=f.topic, content=f.content, memory_type=f.memory_type, veracity=f.veracity))
-             for f in corpus.facts(FACTS)]
+    items = [
+        IngestItem(
+            domain=domains[(f.domain, f.repo)],
+            data=FactInput(topic=f.topic, content=f.content, memory_type=f.memory_type, veracity=f.veracity),
+        )
+        for f in corpus.facts(FACTS)
+    ]
     print(f"ingesting {FACTS} facts…", flush=True)
     ingest_facts(items=items, by=by)
     return keys
 
 
 def call(path: str, body: dict, key: str) -> tuple[int, float]:
-    request = urllib.request.Request(  # noqa: S310
-        f"http://127.0.0.1:{PORT}{path}", data=json.dumps(body).encode(), method="POST",
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{PORT}{path}",
+        data=json.dumps(body).encode(),
+        method="POST",
         headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
     )
     began = time.perf_counter()
@@ -103,21 +109,36 @@ def main() -> None:
             while time.monotonic() < stop:
                 roll = rng.random()
                 if roll < 0.5:
-                    name, status_ok, result = "preamble", 200, call("/api/v1/preamble/", {"task": rng.choice(tasks)}, key)
+                    name, status_ok, result = (
+                        "preamble",
+                        200,
+                        call("/api/v1/preamble/", {"task": rng.choice(tasks)}, key),
+                    )
                 elif roll < 0.8:
                     name, status_ok, result = "search", 200, call("/api/v1/search/", {"query": rng.choice(tasks)}, key)
                 else:
                     f = new_facts[(n * 400 + i) % len(new_facts)]
-                    body = {"domain": f.domain, "repo": f.repo, "topic": f.topic, "content": f.content,
-                            "memory_type": f.memory_type, "veracity": f.veracity}
+                    body = {
+                        "domain": f.domain,
+                        "repo": f.repo,
+                        "topic": f.topic,
+                        "content": f.content,
+                        "memory_type": f.memory_type,
+                        "veracity": f.veracity,
+                    }
                     name, status_ok, result = "propose", 201, call("/api/v1/facts/", body, key)
                     i += 1
                 status, ms = result
                 with lock:
-                    (latencies[name] if status == status_ok else errors[name]).append(ms if status == status_ok else status)
+                    (latencies[name] if status == status_ok else errors[name]).append(
+                        ms if status == status_ok else status
+                    )
                 time.sleep(rng.uniform(0, 2 * THINK_MS) / 1000)
 
-        print(f"load: {AGENTS} agents × {SECONDS:g} s, think time ~{THINK_MS:g} ms, gunicorn {WORKERS} workers", flush=True)
+        print(
+            f"load: {AGENTS} agents × {SECONDS:g} s, think time ~{THINK_MS:g} ms, gunicorn {WORKERS} workers",
+            flush=True,
+        )
         threads = [threading.Thread(target=agent, args=(n,)) for n in range(AGENTS)]
         for t in threads:
             t.start()
@@ -131,7 +152,9 @@ def main() -> None:
         values = latencies[name]
         p50, p95, p99 = np.percentile(values, [50, 95, 99]) if values else (float("nan"),) * 3
         total_errors += len(errors[name])
-        print(f"{name:<10}{len(values):>10}{len(errors[name]):>8}{p50:>9.1f}{p95:>9.1f}{p99:>9.1f}{len(values) / SECONDS:>8.1f}")
+        print(
+            f"{name:<10}{len(values):>10}{len(errors[name]):>8}{p50:>9.1f}{p95:>9.1f}{p99:>9.1f}{len(values) / SECONDS:>8.1f}"
+        )
         if errors[name]:
             print(f"  error statuses: {sorted(set(errors[name]))}")
     print(f"\n{'zero errors' if total_errors == 0 else f'{total_errors} ERRORS'}")

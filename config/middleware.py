@@ -20,9 +20,11 @@ class BodySizeLimitMiddleware:
                 length = 0
             if length > settings.ENGRAM_MAX_BODY_BYTES:
                 return JsonResponse(
-                    {"code": "body_too_large",
-                     "detail": f"The body is {length} bytes; the limit is {settings.ENGRAM_MAX_BODY_BYTES}.",
-                     "fields": {}},
+                    {
+                        "code": "body_too_large",
+                        "detail": f"The body is {length} bytes; the limit is {settings.ENGRAM_MAX_BODY_BYTES}.",
+                        "fields": {},
+                    },
                     status=413,
                 )
         return self.get_response(request)

@@ -10,7 +10,6 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -37,7 +36,7 @@ def _post(url: str, body: dict, key: str) -> tuple[int, dict]:
     request = urllib.request.Request(
         url,
         data=json.dumps(body).encode(),
-        method="POST",  # noqa: S310
+        method="POST",
         headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
     )
     try:

@@ -20,8 +20,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_check_deploy_is_clean_in_production_settings():
     env = {**os.environ, "DEBUG": "0", "SECRET_KEY": secrets.token_urlsafe(64), "ALLOWED_HOSTS": "engram.example.com"}
-    result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
 
@@ -47,8 +53,11 @@ def test_healthz_reports_database_broker_and_model(db, client):
 def test_oversized_bodies_are_refused_before_parsing(world, api):
     from memory.models import Fact
 
-    response = api.post("/api/v1/facts/", {"domain": "architecture", "topic": "t", "memory_type": "decision",
-                                           "content": "x" * 30_000}, format="json")
+    response = api.post(
+        "/api/v1/facts/",
+        {"domain": "architecture", "topic": "t", "memory_type": "decision", "content": "x" * 30_000},
+        format="json",
+    )
     assert response.status_code == 413
     assert response.json()["code"] == "body_too_large"
     assert Fact.objects.count() == 0
