@@ -33,7 +33,7 @@ def _manage(env: dict, *args: str, timeout: int = 300) -> str:
 
 
 def _post(url: str, body: dict, key: str) -> tuple[int, dict]:
-    request = urllib.request.Request(
+    request = urllib.request.Request(  # noqa: S310
         url,
         data=json.dumps(body).encode(),
         method="POST",
@@ -162,11 +162,11 @@ def test_a_worker_killed_while_embedding_leaves_the_task_for_the_next_worker(tmp
 def test_sixteen_concurrent_proposals_and_supersessions_on_one_topic_keep_the_invariants(world):
     from memory.embeddings import embed_text, fact_text
 
-    base = propose_fact(
+    propose_fact(
         domain=world.architecture,
         by=Actor.of_agent(world.coder),
         data=FactInput(topic="cache", content="The cache TTL is 60 seconds.", memory_type="convention"),
-    ).fact
+    )
     same = "The cache TTL is 60 seconds for every service."
     vector = embed_text(fact_text("cache", same))
     barrier = threading.Barrier(16)
