@@ -10,12 +10,14 @@ from typing import TYPE_CHECKING
 
 from django.contrib import admin, messages
 from django.db import transaction
+from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
-from agents.models import Agent
+from agents.models import Agent, BankItem, Intervention, MemoryRun
 from agents.services import create_agent, revoke_agent, rotate_key
 from memory.actors import Actor
-from memory.admin import WorkspaceScopedAdmin, adopt_saved
+from memory.admin import ReadOnlyAdmin, WorkspaceScopedAdmin, admin_link, adopt_saved, excerpt
 
 if TYPE_CHECKING:
     from django import forms
@@ -122,3 +124,98 @@ class AgentAdmin(WorkspaceScopedAdmin):
         # Shown only after every rotation committed, so no key is displayed that was rolled back.
         for agent, key in issued:
             _show_key_once(request, agent, key, what="New API key")
+
+
+# --- Memory-agent runs (SPEC §9): written only by agents through agents.runs, read-only here ---
+class BankItemInline(admin.TabularInline):
+    model = BankItem
+    fields = ("kind", "item_id", "content", "tags", "outcome", "candidate", "updated_at")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = False
+
+    def has_add_permission(self, request: HttpRequest, obj: MemoryRun | None = None) -> bool:
+        return False
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return super().get_queryset(request).select_related("candidate")
+
+
+class InterventionInline(admin.TabularInline):
+    model = Intervention
+    fields = ("step", "reminder", "rationale", "created_at")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: MemoryRun | None = None) -> bool:
+        return False
+
+
+@admin.register(MemoryRun)
+class MemoryRunAdmin(ReadOnlyAdmin):
+    """A run with its memory bank and every decision of the memory agent (silence included)."""
+
+    list_display = ("id", "task_excerpt", "agent", "workspace", "status", "created_at", "finished_at", "run_page")
+    list_filter = ("status", ("workspace", admin.RelatedOnlyFieldListFilter))
+    list_select_related = ("agent__role", "workspace")
+    search_fields = ("task", "agent__name", "workspace__slug")
+    ordering = ("-created_at", "-id")
+    date_hierarchy = "created_at"
+    fields = ("workspace", "agent", "task", "status", "episode", "created_at", "finished_at", "run_page")
+    readonly_fields = fields
+    inlines = (BankItemInline, InterventionInline)
+
+    @admin.display(description="task")
+    def task_excerpt(self, obj: MemoryRun) -> str:
+        return excerpt(obj.task, 80)
+
+    @admin.display(description="run page")
+    def run_page(self, obj: MemoryRun) -> SafeString:
+        return format_html('<a href="{}">timeline</a>', reverse("review:run", args=[obj.pk]))
+
+
+@admin.register(BankItem)
+class BankItemAdmin(ReadOnlyAdmin):
+    workspace_lookup = "run__workspace"
+    list_display = ("item_id", "kind", "content_excerpt", "outcome", "run_link", "candidate_link", "updated_at")
+    list_filter = ("kind",)
+    list_select_related = ("run",)
+    search_fields = ("item_id", "content", "outcome", "run__task")
+    ordering = ("-updated_at", "-id")
+
+    @admin.display(description="content")
+    def content_excerpt(self, obj: BankItem) -> str:
+        return excerpt(obj.content, 100)
+
+    @admin.display(description="run", ordering="run")
+    def run_link(self, obj: BankItem) -> SafeString | str:
+        return admin_link(MemoryRun, obj.run_id, f"run #{obj.run_id}")
+
+    @admin.display(description="candidate")
+    def candidate_link(self, obj: BankItem) -> SafeString | str:
+        from memory.models import Candidate
+
+        return admin_link(Candidate, obj.candidate_id, f"candidate #{obj.candidate_id}")
+
+
+@admin.register(Intervention)
+class InterventionAdmin(ReadOnlyAdmin):
+    workspace_lookup = "run__workspace"
+    list_display = ("run_link", "step", "decision", "rationale_excerpt", "created_at")
+    list_select_related = ("run",)
+    search_fields = ("reminder", "rationale", "run__task")
+    ordering = ("-created_at", "-id")
+
+    @admin.display(description="run", ordering="run")
+    def run_link(self, obj: Intervention) -> SafeString | str:
+        return admin_link(MemoryRun, obj.run_id, f"run #{obj.run_id}")
+
+    @admin.display(description="decision")
+    def decision(self, obj: Intervention) -> str:
+        return "silence" if obj.reminder is None else excerpt(obj.reminder, 100)
+
+    @admin.display(description="rationale")
+    def rationale_excerpt(self, obj: Intervention) -> str:
+        return excerpt(obj.rationale, 80)

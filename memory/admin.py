@@ -28,6 +28,7 @@ from memory.errors import EngramError
 from memory.models import (
     AccessGrant,
     AuditEvent,
+    Candidate,
     Conflict,
     DecayProfile,
     Episode,
@@ -38,12 +39,15 @@ from memory.models import (
     MemoryDomain,
     Observation,
     Policy,
+    PromotionDecision,
+    Replay,
     Repo,
     Role,
     WorkingMemory,
     Workspace,
     WorkspaceMembership,
 )
+from memory.services import promotion
 from memory.services.lifecycle import archive_fact, set_fact_status
 from memory.services.policies import RULE_MAX, activate_policy, deactivate_policy, propose_policy
 from memory.services.tenancy import (
@@ -542,7 +546,7 @@ class FactAdmin(WorkspaceScopedAdmin):
                     "status",
                     "status_changed_at",
                     "origin",
-                    "origin_candidate_id",
+                    "origin_candidate",
                     "validated_by",
                     "valid_for",
                     "not_valid_for",
@@ -976,3 +980,275 @@ class AuditEventAdmin(ReadOnlyAdmin):
 def _registered_models_by_name(site: admin.AdminSite) -> dict[str, type[models.Model]]:
     """Audit targets are stored as model names; map them back to models that have admin pages."""
     return {model._meta.model_name: model for model in site._registry if model._meta.model_name}
+
+
+# --- Promotion gate (SPEC §7) ------------------------------------------------------------------
+GATE_STYLE = {"passed": ("✓", "#1a7f37"), "failed": ("✗", "#cf222e"), "pending": ("…", "#9a6700")}
+
+
+def gate_badge(gate: dict[str, str]) -> SafeString:
+    """A gate as a coloured mark with its status; the reason is the hover title."""
+    mark, colour = GATE_STYLE.get(gate["status"], ("?", "inherit"))
+    return format_html(
+        '<span title="{}" style="color:{};white-space:nowrap">{} {}</span>',
+        gate["reason"],
+        colour,
+        mark,
+        gate["status"],
+    )
+
+
+def scorecard_table(scorecard: dict[str, dict[str, str]]) -> SafeString | str:
+    if not scorecard:
+        return EMPTY
+    rows = format_html_join(
+        "",
+        "<tr><th>{}</th><td>{}</td><td>{}</td></tr>",
+        ((n, gate_badge(g), g["reason"]) for n, g in scorecard.items()),
+    )
+    return format_html("<table>{}</table>", rows)
+
+
+class ReplayInline(admin.TabularInline):
+    model = Replay
+    extra = 0
+    can_delete = False
+    fields = ("created_at", "probe", "passed", "details", "recorded_by_label")
+    readonly_fields = fields
+    ordering = ("created_at", "id")
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class PromotionDecisionInline(admin.TabularInline):
+    model = PromotionDecision
+    extra = 0
+    can_delete = False
+    fields = ("created_at", "decision", "decided_by_label", "auto", "write", "fact_link", "reason", "scorecard_view")
+    readonly_fields = fields
+    ordering = ("created_at", "id")
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="fact")
+    def fact_link(self, obj: PromotionDecision) -> SafeString | str:
+        return admin_link(Fact, obj.fact_id, f"#{obj.fact_id}")
+
+    @admin.display(description="scorecard")
+    def scorecard_view(self, obj: PromotionDecision) -> SafeString | str:
+        return scorecard_table(obj.scorecard)
+
+
+@admin.register(Candidate)
+class CandidateAdmin(WorkspaceScopedAdmin):
+    """Promotion candidates with their gates. Rows change only through the gate's services: the
+    actions approve (a person's approval), deny, dry-run promote (writes nothing) and promote."""
+
+    list_display = (
+        "id",
+        "candidate_id",
+        "memory_excerpt",
+        "domain_label",
+        "failure_class",
+        "promotion_status",
+        "requires_human_review",
+        "gate_failure_class",
+        "gate_evidence",
+        "gate_provenance",
+        "gate_scope",
+        "gate_human_review",
+        "fact_link",
+        "created_at",
+    )
+    list_display_links = ("id", "candidate_id")
+    list_filter = (
+        "promotion_status",
+        "failure_class",
+        "requires_human_review",
+        "origin",
+        ("workspace", admin.RelatedOnlyFieldListFilter),
+        DomainFilter,
+    )
+    list_select_related = ("workspace", "domain__repo", "human_approved_by")
+    search_fields = ("candidate_id", "topic", "proposed_memory", "failure_type")
+    ordering = ("-created_at", "-id")
+    show_full_result_count = False
+    inlines = (ReplayInline, PromotionDecisionInline)
+    actions = ("approve_selected", "deny_selected", "dry_run_selected", "promote_selected")
+    fieldsets = (
+        (None, {"fields": ("workspace", "domain", "topic", "candidate_id", "schema_version", "proposed_memory")}),
+        (
+            "Failure",
+            {"fields": ("failure_class", "failure_type", "root_cause_summary", "source_action_ids", "evidence_refs")},
+        ),
+        ("Scope", {"fields": ("applies_to", "does_not_apply_to", "verification_probe_candidate", "memory_type")}),
+        (
+            "Gate",
+            {
+                "fields": (
+                    "gates_view",
+                    "promotion_status",
+                    "requires_human_review",
+                    "origin",
+                    "human_approved_by",
+                    "human_approved_at",
+                    "human_approval_note",
+                    "fact_link",
+                )
+            },
+        ),
+        ("Provenance", {"fields": ("submitted_by_agent", "submitted_by_label", "created_at", "updated_at")}),
+    )
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return super().get_queryset(request).prefetch_related("replays")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Candidate | None = None) -> list[str]:
+        return [name for _, options in self.fieldsets for name in options["fields"]]  # type: ignore[misc]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # candidates come from agents (POST candidates/) or runs, through submit_candidate
+
+    def has_delete_permission(self, request: HttpRequest, obj: Candidate | None = None) -> bool:
+        return False  # decisions and replays are the audit trail
+
+    def save_model(self, request: HttpRequest, obj: Candidate, form: forms.ModelForm, change: bool) -> None:
+        return  # every field is read-only: state moves only through the actions
+
+    def _gates(self, obj: Candidate) -> dict[str, dict[str, str]]:
+        cached = getattr(obj, "_admin_gates", None)
+        if cached is None:
+            cached = promotion.compute_gates(obj)
+            obj._admin_gates = cached  # type: ignore[attr-defined]
+        return cached
+
+    @admin.display(description="proposed memory")
+    def memory_excerpt(self, obj: Candidate) -> str:
+        return excerpt(obj.proposed_memory)
+
+    @admin.display(description="domain", ordering="domain__name")
+    def domain_label(self, obj: Candidate) -> str:
+        return obj.domain.label
+
+    @admin.display(description="class gate")
+    def gate_failure_class(self, obj: Candidate) -> SafeString:
+        return gate_badge(self._gates(obj)["failure_class"])
+
+    @admin.display(description="evidence")
+    def gate_evidence(self, obj: Candidate) -> SafeString:
+        return gate_badge(self._gates(obj)["evidence"])
+
+    @admin.display(description="provenance")
+    def gate_provenance(self, obj: Candidate) -> SafeString:
+        return gate_badge(self._gates(obj)["provenance"])
+
+    @admin.display(description="scope")
+    def gate_scope(self, obj: Candidate) -> SafeString:
+        return gate_badge(self._gates(obj)["scope"])
+
+    @admin.display(description="human review")
+    def gate_human_review(self, obj: Candidate) -> SafeString:
+        return gate_badge(self._gates(obj)["human_review"])
+
+    @admin.display(description="fact")
+    def fact_link(self, obj: Candidate) -> SafeString | str:
+        return admin_link(Fact, obj.fact_id, f"#{obj.fact_id}")
+
+    @admin.display(description="gates now")
+    def gates_view(self, obj: Candidate) -> SafeString | str:
+        return scorecard_table(self._gates(obj))
+
+    def _each(self, request: HttpRequest, queryset: QuerySet, act: Any, done_verb: str) -> None:
+        """Run `act(candidate)` on each selected candidate in pk order; report refusals by name."""
+        done = 0
+        for candidate in queryset.select_related(None).order_by("pk"):
+            try:
+                message = act(candidate)
+            except EngramError as exc:
+                self.message_user(request, f"{candidate.candidate_id}: {exc.detail}", messages.WARNING)
+                continue
+            done += 1
+            if message:
+                self.message_user(request, f"{candidate.candidate_id}: {message}", messages.INFO)
+        if done:
+            self.message_user(request, f"{done_verb} {done} candidate(s).", messages.SUCCESS)
+
+    @admin.action(description="Approve selected candidates (as human approval)", permissions=["change"])
+    def approve_selected(self, request: HttpRequest, queryset: QuerySet) -> None:
+        by = Actor.of_user(request.user)
+
+        def act(candidate: Candidate) -> str:
+            approved = promotion.approve_candidate(candidate=candidate, by=by, note="approved in the admin")
+            blocking = promotion.failing(promotion.compute_gates(approved, write=True, auto=False))
+            return f"approved; still open: {', '.join(blocking)}" if blocking else "approved; every gate passes"
+
+        self._each(request, queryset, act, "Approved")
+
+    @admin.action(description="Deny selected candidates", permissions=["change"])
+    def deny_selected(self, request: HttpRequest, queryset: QuerySet) -> None:
+        by = Actor.of_user(request.user)
+        self._each(
+            request,
+            queryset,
+            lambda c: promotion.deny(candidate=c, by=by, reason=f"Denied in the admin by {by.label}.") and "",
+            "Denied",
+        )
+
+    @admin.action(description="Dry-run promote selected candidates (writes nothing)", permissions=["change"])
+    def dry_run_selected(self, request: HttpRequest, queryset: QuerySet) -> None:
+        by = Actor.of_user(request.user)
+        self._each(request, queryset, lambda c: promotion.promote(candidate=c, by=by, write=False).reason, "Dry-ran")
+
+    @admin.action(
+        description="Promote selected candidates (write the fact when every gate passes)", permissions=["change"]
+    )
+    def promote_selected(self, request: HttpRequest, queryset: QuerySet) -> None:
+        by = Actor.of_user(request.user)
+        self._each(request, queryset, lambda c: promotion.promote(candidate=c, by=by, write=True).reason, "Decided")
+
+
+@admin.register(Replay)
+class ReplayAdmin(ReadOnlyAdmin):
+    workspace_lookup = "candidate__workspace"
+    list_display = ("id", "candidate", "probe", "passed", "recorded_by_label", "created_at")
+    list_filter = ("passed", ("candidate__workspace", admin.RelatedOnlyFieldListFilter))
+    list_select_related = ("candidate",)
+    search_fields = ("probe", "candidate__candidate_id")
+    ordering = ("-created_at", "-id")
+    show_full_result_count = False
+
+
+@admin.register(PromotionDecision)
+class PromotionDecisionAdmin(ReadOnlyAdmin):
+    """Every decision with the scorecard it was made on: read-only."""
+
+    workspace_lookup = "candidate__workspace"
+    list_display = ("id", "candidate", "decision", "decided_by_label", "auto", "write", "fact_link", "created_at")
+    list_filter = ("decision", "auto", ("candidate__workspace", admin.RelatedOnlyFieldListFilter))
+    list_select_related = ("candidate",)
+    search_fields = ("candidate__candidate_id", "decided_by_label", "reason")
+    ordering = ("-created_at", "-id")
+    show_full_result_count = False
+    fields = (
+        "candidate",
+        "decision",
+        "decided_by_label",
+        "auto",
+        "write",
+        "fact_link",
+        "outcome",
+        "reason",
+        "scorecard_view",
+        "created_at",
+    )
+    readonly_fields = fields
+
+    @admin.display(description="fact")
+    def fact_link(self, obj: PromotionDecision) -> SafeString | str:
+        return admin_link(Fact, obj.fact_id, f"#{obj.fact_id}")
+
+    @admin.display(description="scorecard")
+    def scorecard_view(self, obj: PromotionDecision) -> SafeString | str:
+        return scorecard_table(obj.scorecard)

@@ -41,3 +41,12 @@ def harmonize_memory(agent_id: int, domain_id: int | None = None) -> dict[str, i
 
     domain = MemoryDomain.objects.get(pk=domain_id) if domain_id else None
     return asdict(harmonize(agent=Agent.objects.get(pk=agent_id), domain=domain))
+
+
+@shared_task(acks_late=True)
+def detect_stale_facts() -> dict[str, int]:
+    """Daily (beat): challenge active facts not validated within their memory type's window.
+    Idempotent: a second run finds nothing new to challenge."""
+    from memory.services.lifecycle import detect_stale
+
+    return detect_stale()

@@ -1,9 +1,46 @@
-from django.urls import path
+from django.urls import path, re_path
 
-from review import views
+from review import views, views_pages, views_queue, views_remember, views_runs
 
 app_name = "review"
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
+    path("review/", views_queue.queue_page, name="queue"),
+    re_path(
+        r"^review/(?P<kind>candidate|conflict|challenged)/(?P<pk>[0-9]+)/$",
+        views_queue.queue_detail,
+        name="queue-detail",
+    ),
+    re_path(
+        r"^review/(?P<kind>candidate|conflict|challenged)/(?P<pk>[0-9]+)/decide/$",
+        views_queue.queue_decide,
+        name="queue-decide",
+    ),
+    path("access/<slug:slug>/", views_pages.grants, name="grants"),
+    path("access/<slug:slug>/grant/", views_pages.grant_set, name="grant-set"),
+    path("access/<slug:slug>/changes/", views_pages.grant_changes, name="grant-changes"),
+    path("memory/<slug:slug>/", views_pages.browser, name="browser"),
+    path("memory/<slug:slug>/facts/<int:fact_id>/", views_pages.fact_detail, name="fact"),
+    path("memory/<slug:slug>/facts/<int:fact_id>/supersede/", views_pages.fact_supersede, name="fact-supersede"),
+    path("memory/<slug:slug>/facts/<int:fact_id>/archive/", views_pages.fact_archive, name="fact-archive"),
+    path("memory/<slug:slug>/policies/", views_pages.policies, name="policies"),
+    path("memory/<slug:slug>/policies/<int:policy_id>/", views_pages.policy_action, name="policy-action"),
+    path("memory/<slug:slug>/graph/", views_pages.graph, name="graph"),
+    path("memory/<slug:slug>/graph.json", views_pages.graph_json, name="graph-json"),
+    path("review/runs/<int:run_id>/", views_runs.run_page, name="run"),
+    path("review/remember/<int:review_id>/", views_remember.remember_review, name="remember-review"),
+    path(
+        "review/remember/<int:review_id>/items/<int:item_id>/",
+        views_remember.remember_item,
+        name="remember-item",
+    ),
+    path(
+        "review/remember/<int:review_id>/items/<int:item_id>/file",
+        views_remember.remember_item_file,
+        name="remember-item-file",
+    ),
+    path("review/remember/<int:review_id>/note/", views_remember.remember_note, name="remember-note"),
+    path("review/remember/<int:review_id>/approve/", views_remember.remember_approve, name="remember-approve"),
+    path("review/remember/<int:review_id>/reject/", views_remember.remember_reject, name="remember-reject"),
 ]

@@ -6,10 +6,31 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from memory.models import Workspace
+from memory.models import AuditEvent, Fact, Workspace
+from review.selectors import pending_reviews_for_user
+from review.selectors_queue import KINDS, queue
 
 
 @login_required
 def dashboard(request: HttpRequest) -> HttpResponse:
     workspaces = Workspace.objects.for_user(request.user)
-    return render(request, "review/dashboard.html", {"workspaces": workspaces})
+    remember_reviews = pending_reviews_for_user(request.user)
+    entries, counts = queue(request.user, {})
+    visible_workspaces = list(workspaces)
+    challenged = Fact.objects.filter(
+        workspace__in=visible_workspaces, status="challenged", superseded_by__isnull=True
+    ).count()
+    activity = AuditEvent.objects.filter(workspace__in=visible_workspaces).select_related("workspace")[:15]
+    return render(
+        request,
+        "review/dashboard.html",
+        {
+            "workspaces": visible_workspaces,
+            "remember_reviews": remember_reviews,
+            "counts": counts,
+            "kinds": KINDS,
+            "pending_total": len(entries),
+            "challenged": challenged,
+            "activity": activity,
+        },
+    )

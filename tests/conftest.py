@@ -25,6 +25,16 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
+@pytest.fixture(autouse=True)
+def fresh_search_statistics():
+    """Lexeme statistics are cached per process for minutes; each test reads its own tables'."""
+    from memory.search import voices
+
+    voices._stats = None
+    yield
+    voices._stats = None
+
+
 @dataclass
 class World:
     workspace: Workspace

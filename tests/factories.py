@@ -11,6 +11,7 @@ from agents.models import Agent, generate_key, hash_key
 from memory.models import (
     VERACITY_WEIGHT,
     AccessGrant,
+    Candidate,
     Fact,
     MemoryDomain,
     Policy,
@@ -128,3 +129,21 @@ class PolicyFactory(factory.django.DjangoModelFactory):
     domain = factory.SubFactory(DomainFactory)
     workspace = factory.LazyAttribute(lambda p: p.domain.workspace)
     rule = factory.Sequence(lambda n: f"Rule {n}: always run the tests.")
+
+
+class CandidateFactory(factory.django.DjangoModelFactory):
+    """A promotion candidate stored directly (no gate computed); use memory.services.promotion
+    to exercise the gate itself."""
+
+    class Meta:
+        model = Candidate
+
+    domain = factory.SubFactory(DomainFactory)
+    workspace = factory.LazyAttribute(lambda c: c.domain.workspace)
+    topic = "general"
+    candidate_id = factory.Sequence(lambda n: f"memcand-{n}")
+    failure_class = "agent_failure"
+    proposed_memory = factory.Sequence(lambda n: f"Rule {n}: update the contract artifact with the schema.")
+    applies_to = factory.LazyFunction(lambda: ["public_api"])
+    does_not_apply_to = factory.LazyFunction(lambda: ["internal_refactor"])
+    verification_probe_candidate = "contract-regression"

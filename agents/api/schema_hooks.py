@@ -40,7 +40,9 @@ def add_error_responses(result: dict[str, Any], generator: Any, request: Any, pu
             for status, description in ERRORS.items():
                 operation["responses"].setdefault(
                     status,
-                    {"description": description,
-                     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}}},
+                    {
+                        "description": description,
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}},
+                    },
                 )
     return result

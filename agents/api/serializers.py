@@ -18,6 +18,19 @@ ErrorSerializer = inline_serializer(
 )
 
 
+def paginated(item: type[serializers.Serializer], name: str) -> serializers.Serializer:
+    """The schema of a limit/offset page of `item`s, as the list endpoints answer."""
+    return inline_serializer(
+        name=name,
+        fields={
+            "count": serializers.IntegerField(),
+            "next": serializers.URLField(allow_null=True),
+            "previous": serializers.URLField(allow_null=True),
+            "results": item(many=True),
+        },
+    )
+
+
 class MeSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     name = serializers.CharField()

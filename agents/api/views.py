@@ -44,7 +44,9 @@ class MeView(APIView):
 
 class FactListView(APIView):
     @extend_schema(
-        parameters=[s.FactListQuery], responses={200: s.FactOut(many=True), **ERRORS}, operation_id="facts_list"
+        parameters=[s.FactListQuery],
+        responses={200: s.paginated(s.FactOut, "PaginatedFacts"), **ERRORS},
+        operation_id="facts_list",
     )
     def get(self, request: Request) -> Response:
         """Facts visible to the agent (never another workspace's, never a `none` domain's)."""

@@ -29,7 +29,7 @@ WRITE_ERRORS = {**ERRORS, 403: s.ErrorSerializer}
 class PolicyListView(APIView):
     @extend_schema(
         parameters=[s.PolicyListQuery],
-        responses={200: s.PolicyOut(many=True), **ERRORS},
+        responses={200: s.paginated(s.PolicyOut, "PaginatedPolicies"), **ERRORS},
         operation_id="list_policies",
     )
     def get(self, request: Request) -> Response:
@@ -81,7 +81,7 @@ class PolicySupersedeView(APIView):
 class ConflictListView(APIView):
     @extend_schema(
         parameters=[s.ConflictListQuery],
-        responses={200: s.ConflictOut(many=True), **ERRORS},
+        responses={200: s.paginated(s.ConflictOut, "PaginatedConflicts"), **ERRORS},
         operation_id="list_memory_conflicts",
     )
     def get(self, request: Request) -> Response:

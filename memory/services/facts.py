@@ -26,12 +26,14 @@ from memory.models import (
     Episode,
     EpisodeFact,
     Fact,
+    FactStatus,
     MemoryDomain,
     MemoryType,
     Observation,
     Veracity,
 )
 from memory.services.embedding import schedule_embedding
+from memory.services.lifecycle import ChallengeReason, challenge_fact
 from memory.similarity import PairKind, classify_pair, normalise
 
 TOPIC_MAX = 200
@@ -230,6 +232,10 @@ def _propose_locked(*, domain: MemoryDomain, data: FactInput, by: Actor, vector:
         target=conflict,
         detail={"winner": winner.pk, "loser": loser.pk, "rule": rule, "similarity": conflict.similarity},
     )
+    if loser.origin_candidate_id is not None and loser.status == FactStatus.ACTIVE:
+        # A promoted rule that loses a conflict goes to reviewers, not quietly into history (SPEC §7).
+        challenge_fact(fact=loser, by=by, reason=ChallengeReason.CONFLICT, detail=f"lost conflict {conflict.pk}")
+        loser.refresh_from_db(fields=["status", "status_changed_at"])
     outcome = Outcome.CONFLICT_WON if winner is new else Outcome.CONFLICT_LOST
     return ProposalResult(new, outcome, conflict=conflict, similarity=similarity, compared_with=old.pk)
 
@@ -392,9 +398,12 @@ def ingest_facts(
     counts: dict[str, int] = {}
     while (next_batch := ready.get()) is not None:
         batch, vectors = next_batch
-        for item, vector in zip(batch, vectors, strict=True):
-            result = _propose_locked(domain=item.domain, data=item.data, by=by, vector=vector)
-            counts[result.outcome] = counts.get(result.outcome, 0) + 1
+        # One commit per batch (each fact a savepoint): a commit per fact spent most of the
+        # time waiting for the WAL flush. Items were validated up front.
+        with transaction.atomic():
+            for item, vector in zip(batch, vectors, strict=True):
+                result = _propose_locked(domain=item.domain, data=item.data, by=by, vector=vector)
+                counts[result.outcome] = counts.get(result.outcome, 0) + 1
         if progress is not None:
             progress(len(batch))
     thread.join()

@@ -1,18 +1,27 @@
-"""Fact lifecycle changes made by people (SPEC §7): status changes and archiving.
+"""The fact lifecycle (SPEC §7): status changes, archiving, and the promoted-fact transitions.
 
 A fact's content is never edited in place (SPEC §3); only its status moves, and every move is
-audited in the same transaction.
+audited in the same transaction. `set_fact_status` and `archive_fact` are the admin's free
+moves; the lifecycle services below enforce the state machine and refuse anything else with
+StateConflict (409):
+
+    active → challenged (a failed replay, a conflict, or stale) → active (revalidated)
+    active | challenged → deprecated → archived
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
 from django.db import transaction
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from memory.actors import Actor
 from memory.audit import record_event
-from memory.errors import InvalidInput
-from memory.models import Fact, FactStatus
+from memory.errors import FactNotLive, InvalidInput, StateConflict
+from memory.models import AuditEvent, DecayProfile, Fact, FactStatus, ValidatedBy
 
 
 @transaction.atomic
@@ -60,3 +69,156 @@ def set_fact_status(*, fact: Fact, status: str, by: Actor, reason: str = "") -> 
         detail={"from": previous, "to": status, "reason": reason},
     )
     return fact
+
+
+class ChallengeReason:
+    FAILED_REPLAY = "failed_replay"
+    CONFLICT = "conflict"
+    STALE = "stale"
+    REVIEW = "review"
+
+    ALL = (FAILED_REPLAY, CONFLICT, STALE, REVIEW)
+
+
+def _move(fact: Fact, *, to: str, allowed_from: Iterable[str], by: Actor, verb: str, detail: dict) -> Fact:
+    """Lock `fact`, check the transition, move it and audit it (the caller holds the transaction)."""
+    fact = Fact.objects.select_for_update().get(pk=fact.pk)
+    if fact.status not in allowed_from:
+        raise StateConflict(
+            f"Fact {fact.pk} is {fact.status}; it cannot become {to}.",
+            code="invalid_fact_transition",
+            fields={"status": [f"{fact.status} → {to} is not a lifecycle transition."]},
+        )
+    previous = fact.status
+    fact.status = to
+    fact.status_changed_at = timezone.now()
+    fact.save(update_fields=["status", "status_changed_at"])
+    record_event(
+        actor=by, verb=verb, workspace_id=fact.workspace_id, target=fact, detail={"from": previous, "to": to, **detail}
+    )
+    return fact
+
+
+@transaction.atomic
+def challenge_fact(*, fact: Fact, by: Actor, reason: str, detail: str = "") -> Fact:
+    """active → challenged (it leaves recall; reviewers see it). `reason` is failed_replay,
+    conflict, stale or review. Raises StateConflict unless the fact is active."""
+    if reason not in ChallengeReason.ALL:
+        raise InvalidInput(
+            f"A challenge reason is one of {', '.join(ChallengeReason.ALL)}.",
+            fields={"reason": ["Unknown reason."]},
+        )
+    return _move(
+        fact,
+        to=FactStatus.CHALLENGED,
+        allowed_from=[FactStatus.ACTIVE],
+        by=by,
+        verb="fact.challenged",
+        detail={"reason": reason, "detail": detail[:500]},
+    )
+
+
+@transaction.atomic
+def revalidate_fact(*, fact: Fact, by: Actor, validated_by: str, note: str = "") -> Fact:
+    """Validate `fact` again now: challenged → active, or an active fact's validation refreshed
+    (so it is not stale). Raises FactNotLive for a superseded fact, StateConflict for a
+    deprecated or archived one."""
+    if validated_by not in (ValidatedBy.REPLAY, ValidatedBy.HUMAN):
+        raise InvalidInput("validated_by is replay or human.", fields={"validated_by": ["replay or human."]})
+    fact = Fact.objects.select_for_update().get(pk=fact.pk)
+    if fact.superseded_by_id is not None:
+        raise FactNotLive(fact.pk)
+    if fact.status not in (FactStatus.ACTIVE, FactStatus.CHALLENGED):
+        raise StateConflict(
+            f"Fact {fact.pk} is {fact.status}; only active or challenged facts are revalidated.",
+            code="invalid_fact_transition",
+            fields={"status": [f"{fact.status} → active is not a lifecycle transition."]},
+        )
+    now = timezone.now()
+    previous = fact.status
+    fact.status, fact.last_validated_at, fact.validated_by = FactStatus.ACTIVE, now, validated_by
+    fields = ["status", "last_validated_at", "validated_by"]
+    if previous != FactStatus.ACTIVE:
+        fact.status_changed_at = now
+        fields.append("status_changed_at")
+    fact.save(update_fields=fields)
+    record_event(
+        actor=by,
+        verb="fact.revalidated",
+        workspace_id=fact.workspace_id,
+        target=fact,
+        detail={"from": previous, "to": FactStatus.ACTIVE, "validated_by": validated_by, "note": note[:500]},
+    )
+    return fact
+
+
+@transaction.atomic
+def deprecate_fact(*, fact: Fact, by: Actor, reason: str = "") -> Fact:
+    """active | challenged → deprecated: kept for the record, never recalled. StateConflict otherwise."""
+    return _move(
+        fact,
+        to=FactStatus.DEPRECATED,
+        allowed_from=[FactStatus.ACTIVE, FactStatus.CHALLENGED],
+        by=by,
+        verb="fact.deprecated",
+        detail={"reason": reason[:500]},
+    )
+
+
+@transaction.atomic
+def archive_deprecated_fact(*, fact: Fact, by: Actor) -> Fact:
+    """deprecated → archived, the lifecycle's last step. StateConflict for any other status
+    (the admin's `archive_fact` is the override that archives from anywhere)."""
+    return _move(
+        fact, to=FactStatus.ARCHIVED, allowed_from=[FactStatus.DEPRECATED], by=by, verb="fact.archived", detail={}
+    )
+
+
+@transaction.atomic
+def detect_stale(*, now: datetime | None = None, by: Actor | None = None) -> dict[str, int]:
+    """Challenge (reason `stale`) every active fact not validated within its memory type's window;
+    returns how many per memory type (types with none are left out). The window is measured
+    from last_validated_at, or created_at for a fact never validated; rows are locked in pk
+    order; one audit event per challenged fact."""
+    by = by or Actor.of_system("detect_stale")
+    now = now or timezone.now()
+    counts: dict[str, int] = {}
+    for profile in DecayProfile.objects.order_by("memory_type"):
+        cutoff = now - timedelta(days=profile.stale_after_days)
+        locked = list(
+            Fact.objects.select_for_update()
+            .filter(memory_type=profile.memory_type, status=FactStatus.ACTIVE, superseded_by__isnull=True)
+            .alias(validated=Coalesce("last_validated_at", "created_at"))
+            .filter(validated__lt=cutoff)
+            .order_by("pk")
+            .values_list("pk", "workspace_id", "last_validated_at")
+        )
+        if not locked:
+            continue
+        Fact.objects.filter(pk__in=[pk for pk, _, _ in locked]).update(
+            status=FactStatus.CHALLENGED, status_changed_at=now
+        )
+        # One event per fact, like record_event writes, but in one statement: a first run over a
+        # large old workspace may challenge thousands.
+        AuditEvent.objects.bulk_create(
+            AuditEvent(
+                workspace_id=workspace_id,
+                actor_agent=by.agent,
+                actor_user=by.user,
+                actor_label=by.label,
+                verb="fact.challenged",
+                target_type="fact",
+                target_id=pk,
+                detail={
+                    "from": FactStatus.ACTIVE,
+                    "to": FactStatus.CHALLENGED,
+                    "reason": ChallengeReason.STALE,
+                    "detail": f"not validated for {profile.stale_after_days} days"
+                    + (f" (last {validated:%Y-%m-%d})" if validated else " (never validated)"),
+                },
+                created_at=now,
+            )
+            for pk, workspace_id, validated in locked
+        )
+        counts[profile.memory_type] = len(locked)
+    return counts

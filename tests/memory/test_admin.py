@@ -17,12 +17,13 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from agents.models import Agent, hash_key
+from agents.models import Agent, BankItem, Intervention, MemoryRun, hash_key
 from agents.services import create_agent
 from memory.actors import Actor
 from memory.models import (
     AccessGrant,
     AuditEvent,
+    Candidate,
     Conflict,
     DecayProfile,
     Episode,
@@ -34,6 +35,8 @@ from memory.models import (
     MemoryDomain,
     Observation,
     Policy,
+    PromotionDecision,
+    Replay,
     Repo,
     Role,
     WorkingMemory,
@@ -115,6 +118,27 @@ def populate(slug: str, n: int) -> Tenant:
         episode = Episode.objects.create(workspace=ws, agent=agent, kind="dispatch", title=f"{slug} run {i}")
         EpisodeFact.objects.create(episode=episode, fact=newer, relation="written")
         EpisodeFact.objects.create(episode=episode, fact=older, relation="recalled")
+        candidate = Candidate.objects.create(
+            workspace=ws,
+            domain=domain,
+            topic="t",
+            candidate_id=f"{slug}-candidate-{i}",
+            failure_class="agent_failure",
+            proposed_memory=f"{slug} candidate rule {i}",
+            applies_to=["public_api"],
+            submitted_by_agent=agent,
+            submitted_by_label=f"agent:{agent.name}",
+        )
+        Replay.objects.create(candidate=candidate, probe="probe", passed=True, recorded_by_label="agent")
+        PromotionDecision.objects.create(
+            candidate=candidate, decision="refused", write=True, decided_by_label="agent", scorecard={}
+        )
+        run = MemoryRun.objects.create(workspace=ws, agent=agent, task=f"{slug} long task {i}", episode=episode)
+        BankItem.objects.create(run=run, kind="status", item_id="status", content=f"{slug} halfway {i}")
+        BankItem.objects.create(
+            run=run, kind="knowledge", item_id=f"k{i}", content=f"{slug} knows {i}", candidate=candidate
+        )
+        Intervention.objects.create(run=run, step=i, reminder=None, rationale="nothing bears on the next step")
     for agent in tenant.agents:
         WorkingMemory.objects.create(agent=agent, notes=f"notes of {agent.name}")
     return tenant

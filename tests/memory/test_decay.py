@@ -30,7 +30,7 @@ def test_commitments_fade_faster_than_profiles(db):
 
 
 def test_admins_tune_a_curve_and_it_applies(db):
-    DecayProfile.objects.filter(memory_type="event").update(scale_days=10, shape=1.0)
+    DecayProfile.objects.update_or_create(memory_type="event", defaults={"scale_days": 10, "shape": 1.0})
     decay.clear_cache()
     now = timezone.now()
     assert decay.weight_at("event", now - timedelta(days=10), now) == pytest.approx(math.exp(-1))

@@ -24,6 +24,7 @@ from memory.models import (
     WorkspaceMembership,
 )
 from memory.services.embedding import embed_missing
+from memory.services.promotion import parse_candidate_document, record_replay, submit_candidate
 from memory.services.tenancy import create_domain, get_or_create_repo, get_or_create_role, get_or_create_workspace
 
 DEMO_SLUG = "demo"
@@ -184,6 +185,81 @@ POLICIES = [
 ]
 
 
+# Promotion candidates (SPEC §7): (domain label, topic, document, replays as (probe, passed, details)).
+CANDIDATES: list[tuple[str, str, dict[str, Any], list[tuple[str, bool, str]]]] = [
+    (
+        "repo:web-app/context",
+        "api-contract",
+        {
+            "schema": "awtl.memory_candidate.v2",
+            "candidate_id": "memcand-demo-contract",
+            "failure_class": "agent_failure",
+            "failure_type": "contract_mismatch",
+            "source_action_ids": ["action-12", "action-14"],
+            "root_cause_summary": "The public response shape changed without updating the contract evidence.",
+            "proposed_memory": "When a public API response schema changes, update the contract artifact and the "
+            "verifier evidence in the same change.",
+            "scope": {"applies_to": ["public_api", "contract_change"], "does_not_apply_to": ["internal_refactor"]},
+            "evidence_refs": ["judge:contract-verifier", "artifact:contract-output"],
+            "verification_probe_candidate": "public-contract-regression",
+            "requires_human_review": True,
+        },
+        [("public-contract-regression", True, "The regression probe fails without the rule and passes with it.")],
+    ),
+    (
+        "knowledge",
+        "e2e",
+        {
+            "schema": "awtl.memory_candidate.v2",
+            "candidate_id": "memcand-demo-e2e-browser",
+            "failure_class": "environment_blocker",
+            "failure_type": "missing_browser_binary",
+            "source_action_ids": ["action-31"],
+            "root_cause_summary": "The e2e run failed because the browser binary was missing on the runner.",
+            "proposed_memory": "e2e tests fail often in this project; skip them at closeout.",
+            "scope": {"applies_to": ["closeout"], "does_not_apply_to": ["release"]},
+            "evidence_refs": ["log:e2e-run-31"],
+        },
+        [],
+    ),
+    (
+        "conventions",
+        "migrations",
+        {
+            "schema": "awtl.memory_candidate.v2",
+            "candidate_id": "memcand-demo-migrations",
+            "failure_class": "agent_failure",
+            "failure_type": "irreversible_migration",
+            "source_action_ids": ["action-7"],
+            "root_cause_summary": "A NOT NULL column was added in one step and the deploy of the old code failed.",
+            "proposed_memory": "Add new columns nullable first; enforce NOT NULL one release later.",
+            "scope": {"applies_to": ["schema_change"]},
+            "evidence_refs": ["ci:deploy-482"],
+            "verification_probe_candidate": "migration-backwards-compat",
+        },
+        [],
+    ),
+]
+
+
+def seed_candidates(domains: dict[str, MemoryDomain], by: Actor) -> None:
+    """One awaiting human review (scope, anti-scope, a passing replay), one environment_blocker
+    (blocked for good), one held for lack of an anti-scope — all through the gate's services."""
+    for label, topic, document, replays in CANDIDATES:
+        candidate, _ = submit_candidate(
+            domain=domains[label], topic=topic, document=parse_candidate_document(document), by=by
+        )
+        for probe, passed, details in replays:
+            record_replay(candidate=candidate, by=by, probe=probe, passed=passed, details=details)
+
+
+def seed_remember_review(agent: Any) -> None:
+    """A pending remember review (SPEC §8) from coder-1, so the review page has one to show."""
+    from review.demo import submit_demo_review  # the review app owns its demo content
+
+    submit_demo_review(agent)
+
+
 class Command(BaseCommand):
     help = "Load the demo workspace (idempotent) and print how to log in."
 
@@ -293,6 +369,8 @@ class Command(BaseCommand):
             )
         agent, key = create_agent(workspace=ws, name="coder-1", role=coder, by=by)
         create_agent(workspace=ws, name="planner-1", role=planner, by=by)
+        seed_remember_review(agent)
+        seed_candidates(domains, Actor.of_agent(agent))
         record_event(
             actor=by,
             verb="demo.seeded",

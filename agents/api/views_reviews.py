@@ -1,0 +1,81 @@
+"""Remember reviews for agent runtimes (SPEC §8): submit, wait for the person, consume.
+
+Input serializer → service → output serializer. A review of another workspace is not found
+(404), like any other row of another workspace.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from agents.api import serializers as s
+from agents.api import serializers_reviews as rs
+from agents.api.views import agent_of, validated
+from memory.actors import Actor
+from review import selectors
+from review import services as review_services
+
+ERRORS = {400: s.ErrorSerializer, 401: s.ErrorSerializer, 404: s.ErrorSerializer}
+
+
+def _out(request: Request, review_id: int) -> dict:
+    review = selectors.review_for_agent(agent_of(request), review_id)
+    return dict(rs.ReviewOut(review, context={"request": request}).data)
+
+
+class ReviewSubmitView(APIView):
+    @extend_schema(
+        request=rs.ReviewSubmitIn,
+        responses={201: rs.ReviewOut, **ERRORS},
+        operation_id="submit_remember_review",
+    )
+    def post(self, request: Request) -> Response:
+        """Submit the remember sub-agent's output for a person's review; answers with the parsed
+        items and the page URL to show. 400 `no_review_items` when it nominates no file."""
+        agent = agent_of(request)
+        data = validated(rs.ReviewSubmitIn, request.data)
+        review = review_services.submit_review(
+            agent=agent,
+            session_id=data["session_id"],
+            output=data["output"],
+            files=data["files"],
+            repo=data.get("repo"),
+        )
+        return Response(_out(request, review.pk), status=status.HTTP_201_CREATED)
+
+
+class ReviewDetailView(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "wait", float, description="seconds to long-poll while the review is pending (0–30)", required=False
+            )
+        ],
+        responses={200: rs.ReviewOut, **ERRORS},
+        operation_id="get_remember_review",
+    )
+    def get(self, request: Request, review_id: int) -> Response:
+        """The review's status and, once resolved, its resolution. With `?wait=N` the call holds
+        up to N seconds (max 30) while the review is pending and returns as soon as it is not."""
+        query = validated(rs.ReviewWaitQuery, request.query_params)
+        review = selectors.wait_for_resolution(agent_of(request), review_id, wait=query["wait"])
+        return Response(rs.ReviewOut(review, context={"request": request}).data)
+
+
+class ReviewConsumeView(APIView):
+    @extend_schema(
+        request=None,
+        responses={200: rs.ReviewOut, 409: s.ErrorSerializer, **ERRORS},
+        operation_id="consume_remember_review",
+    )
+    def post(self, request: Request, review_id: int) -> Response:
+        """Mark the resolution as folded into the final answer: approved|rejected → consumed.
+        409 `review_pending` while pending, `review_already_consumed` the second time."""
+        agent = agent_of(request)
+        review = selectors.review_for_agent(agent, review_id)
+        review_services.consume_review(review=review, by=Actor.of_agent(agent))
+        return Response(_out(request, review_id))

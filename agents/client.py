@@ -1,0 +1,574 @@
+"""EngramClient: the agent API (API.md) for Python runtimes, one typed method per call.
+
+    from agents.client import EngramClient, EngramAPIError
+
+    engram = EngramClient("http://127.0.0.1:8000", key=os.environ["ENGRAM_AGENT_KEY"])
+    preamble = engram.preamble("Fix the flaky checkout test in the web repo", repo="web")
+    hits = engram.search("how do we seed the test database?")["results"]
+    try:
+        engram.propose_policy(domain="architecture", rule="Never deploy on Fridays.")
+    except EngramAPIError as exc:
+        print(exc.status, exc.code)   # 403 insufficient_memory_permission
+
+Standard library only (urllib), so a runtime can vendor this one file. Answers are the API's
+JSON as plain dicts (TypedDicts document the main shapes). A non-2xx answer raises
+EngramAPIError carrying the API's stable `code`, `detail` and `fields`. 429 and 503 are retried
+with exponential backoff, waiting at least what `Retry-After` asks; connection failures are
+retried only for GET, PUT and DELETE (a POST that may have arrived is not sent twice).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import random
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any, Literal, TypedDict, cast
+
+__all__ = ["EngramAPIError", "EngramClient", "ReviewTimeout"]
+
+RETRY_STATUSES = frozenset({429, 503})
+IDEMPOTENT = frozenset({"GET", "PUT", "DELETE", "HEAD"})
+LONG_POLL_SECONDS = 30.0
+SearchMode = Literal["keyword", "semantic", "hybrid"]
+
+
+class EngramAPIError(Exception):
+    """A non-2xx answer (or no answer at all: status 0, code `connection_error`)."""
+
+    def __init__(self, status: int, code: str, detail: str, fields: dict[str, Any] | None = None) -> None:
+        super().__init__(f"{status} {code}: {detail}")
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.fields: dict[str, Any] = fields or {}
+
+
+class ReviewTimeout(Exception):
+    """Nobody resolved the remember review in time; it stays pending on the site."""
+
+
+# --- Answer shapes (documentation for type checkers; at runtime these are plain dicts) ----------
+class Me(TypedDict):
+    id: int
+    name: str
+    role: str
+    workspace: str
+    workspace_name: str
+
+
+class RecalledFact(TypedDict, total=False):
+    id: int
+    domain: str
+    topic: str
+    content: str
+    scope: str
+
+
+class Preamble(TypedDict):
+    text: str
+    policies: list[str]
+    working_memory: str
+    facts: list[RecalledFact]
+    episode_id: int
+
+
+class Voices(TypedDict):
+    lexical: int | None
+    semantic: int | None
+    recency: int | None
+    graph: int | None
+
+
+class SearchHit(TypedDict, total=False):
+    id: int
+    domain: str
+    topic: str
+    content: str
+    scope: str
+    confidence: float
+    memory_type: str
+    score: float
+    voices: Voices
+
+
+class SearchResult(TypedDict, total=False):
+    mode: str
+    intent: str
+    results: list[SearchHit]
+    episode_id: int | None
+
+
+class Page(TypedDict):
+    count: int
+    next: str | None
+    previous: str | None
+    results: list[dict[str, Any]]
+
+
+class Proposal(TypedDict, total=False):
+    fact: dict[str, Any]
+    outcome: Literal["created", "re_mentioned", "conflict_won", "conflict_lost"]
+    conflict_id: int | None
+    similarity: float | None
+    compared_with: int | None
+
+
+class Run(TypedDict, total=False):
+    id: int
+    task: str
+    status: Literal["running", "finished"]
+    episode_id: int | None
+    created_at: str
+    finished_at: str | None
+    run_url: str
+    candidates: list[dict[str, Any]]
+
+
+class KnowledgeItem(TypedDict, total=False):
+    id: str
+    content: str
+    tags: list[str]
+    candidate_id: int | None
+    updated_at: str
+
+
+class ProceduralItem(TypedDict, total=False):
+    id: str
+    content: str
+    outcome: str
+    candidate_id: int | None
+    updated_at: str
+
+
+class Bank(TypedDict, total=False):
+    run: int
+    run_status: str
+    status: str
+    status_updated_at: str | None
+    knowledge: list[KnowledgeItem]
+    procedural: list[ProceduralItem]
+
+
+class Intervention(TypedDict, total=False):
+    id: int
+    run: int
+    step: int
+    reminder: str | None
+    intervened: bool
+    rationale: str
+    window: list[dict[str, Any]]
+    created_at: str
+
+
+def _clean(body: Mapping[str, Any]) -> dict[str, Any]:
+    """Drop arguments left at None: the API then applies its documented default."""
+    return {k: v for k, v in body.items() if v is not None}
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or an HTTP date), or None."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+class EngramClient:
+    """One agent's connection to Engram.
+
+    `base_url` is the site root (`http://127.0.0.1:8000`) or the API root (`…/api/v1`); `key`
+    the agent key; `timeout` bounds each HTTP call (long-polls add their wait); `retries` is
+    how many times a 429/503 (or a lost connection on an idempotent call) is retried, waiting
+    `backoff · 2^attempt` seconds (at most `max_backoff`), or longer when `Retry-After` says so.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        key: str,
+        timeout: float = 10.0,
+        retries: int = 3,
+        *,
+        backoff: float = 0.5,
+        max_backoff: float = 30.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        root = base_url.rstrip("/")
+        if not root.startswith(("http://", "https://")):
+            raise ValueError(f"base_url must be an http(s) URL, not {base_url!r}")
+        if not root.endswith("/api/v1"):
+            root += "/api/v1"
+        self.api = root + "/"
+        self.key = key
+        self.timeout = timeout
+        self.retries = max(0, retries)
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self._sleep = sleep
+
+    # --- transport ------------------------------------------------------------------------------
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        delay = min(self.max_backoff, self.backoff * (2**attempt)) * (1 + random.random() * 0.1)
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, self.max_backoff))
+        return delay
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Mapping[str, Any] | None = None,
+        *,
+        query: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """One API call with retries; the decoded JSON answer (an empty dict for an empty body)."""
+        url = self.api + path.lstrip("/")
+        params = _clean(query or {})
+        if params:
+            url += "?" + urllib.parse.urlencode(
+                {k: (str(v).lower() if isinstance(v, bool) else v) for k, v in params.items()}
+            )
+        data = json.dumps(body).encode("utf-8") if body is not None else None
+        attempt = 0
+        while True:
+            request = urllib.request.Request(url, data=data, method=method)  # noqa: S310 — scheme checked in __init__
+            request.add_header("Authorization", f"Bearer {self.key}")
+            request.add_header("Accept", "application/json")
+            if data is not None:
+                request.add_header("Content-Type", "application/json")
+            try:
+                with urllib.request.urlopen(request, timeout=timeout or self.timeout) as response:  # noqa: S310
+                    raw = response.read().decode("utf-8")
+                    return dict(json.loads(raw)) if raw.strip() else {}
+            except urllib.error.HTTPError as exc:
+                if exc.code in RETRY_STATUSES and attempt < self.retries:
+                    retry_after = _retry_after(exc.headers.get("Retry-After") if exc.headers else None)
+                    exc.close()
+                    self._sleep(self._delay(attempt, retry_after))
+                    attempt += 1
+                    continue
+                raise self._error(exc) from None
+            except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
+                if method in IDEMPOTENT and attempt < self.retries:
+                    self._sleep(self._delay(attempt, None))
+                    attempt += 1
+                    continue
+                reason = getattr(exc, "reason", exc)
+                raise EngramAPIError(0, "connection_error", f"No answer from {self.api}: {reason}") from exc
+
+    @staticmethod
+    def _error(exc: urllib.error.HTTPError) -> EngramAPIError:
+        raw = exc.read().decode("utf-8", errors="replace")
+        exc.close()
+        try:
+            payload = json.loads(raw)
+        except ValueError:
+            payload = None
+        if not isinstance(payload, dict):
+            return EngramAPIError(exc.code, "http_error", raw[:500] or str(exc.reason))
+        fields = payload.get("fields")
+        return EngramAPIError(
+            exc.code,
+            str(payload.get("code") or "error"),
+            str(payload.get("detail") or ""),
+            fields if isinstance(fields, dict) else {},
+        )
+
+    # --- identity and recall --------------------------------------------------------------------
+    def me(self) -> Me:
+        """GET me/: this agent's name, role and workspace."""
+        return cast(Me, self.request("GET", "me/"))
+
+    def preamble(self, task: str, repo: str | None = None) -> Preamble:
+        """POST preamble/: the dispatch preamble (policies, notes, up to 5 keyword facts)."""
+        return cast(Preamble, self.request("POST", "preamble/", _clean({"task": task, "repo": repo})))
+
+    def search(
+        self,
+        query: str,
+        mode: SearchMode = "hybrid",
+        repo: str | None = None,
+        domain: str | None = None,
+        limit: int = 10,
+    ) -> SearchResult:
+        """POST search/ (search_memory): keyword, semantic or hybrid (default)."""
+        body = _clean({"query": query, "mode": mode, "repo": repo, "domain": domain, "limit": limit})
+        return cast(SearchResult, self.request("POST", "search/", body))
+
+    def list_facts(
+        self,
+        domain: str | None = None,
+        topic: str | None = None,
+        status: str | None = None,
+        repo: str | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> Page:
+        """GET facts/: one page of visible facts."""
+        query = {"domain": domain, "topic": topic, "status": status, "repo": repo, "limit": limit, "offset": offset}
+        return cast(Page, self.request("GET", "facts/", query=query))
+
+    def get_fact(self, fact_id: int) -> dict[str, Any]:
+        """GET facts/{id}/: the fact with its history and conflicts."""
+        return self.request("GET", f"facts/{int(fact_id)}/")
+
+    # --- writes ---------------------------------------------------------------------------------
+    def propose_fact(
+        self,
+        domain: str,
+        topic: str,
+        content: str,
+        memory_type: str,
+        repo: str | None = None,
+        veracity: str | None = None,
+        observed_at: str | None = None,
+        valid_until: str | None = None,
+        source_observation_ids: list[int] | None = None,
+        episode_id: int | None = None,
+    ) -> Proposal:
+        """POST facts/ (propose_fact): the fact and the outcome (created, re_mentioned, conflict_…)."""
+        body = {
+            "domain": domain,
+            "repo": repo,
+            "topic": topic,
+            "content": content,
+            "memory_type": memory_type,
+            "veracity": veracity,
+            "observed_at": observed_at,
+            "valid_until": valid_until,
+            "source_observation_ids": source_observation_ids,
+            "episode_id": episode_id,
+        }
+        return cast(Proposal, self.request("POST", "facts/", _clean(body)))
+
+    def supersede_fact(self, fact_id: int, content: str, reason: str | None = None) -> dict[str, Any]:
+        """POST facts/{id}/supersede/: the new fact (409 fact_not_live if already replaced)."""
+        return self.request("POST", f"facts/{int(fact_id)}/supersede/", _clean({"content": content, "reason": reason}))
+
+    def list_policies(self, active: bool | None = None, limit: int | None = None, offset: int | None = None) -> Page:
+        """GET policies/: one page of visible policies."""
+        return cast(Page, self.request("GET", "policies/", query={"active": active, "limit": limit, "offset": offset}))
+
+    def propose_policy(
+        self,
+        domain: str,
+        rule: str,
+        repo: str | None = None,
+        required_role: str | None = None,
+        derived_from: list[int] | None = None,
+    ) -> dict[str, Any]:
+        """POST policies/ (propose_policy); 403 insufficient_memory_permission without `write`."""
+        body: dict[str, Any] = {"domain": domain, "repo": repo, "rule": rule, "required_role": required_role}
+        body["derived_from"] = derived_from
+        return self.request("POST", "policies/", _clean(body))
+
+    def supersede_policy(self, policy_id: int, rule: str, reason: str | None = None) -> dict[str, Any]:
+        """POST policies/{id}/supersede/."""
+        return self.request("POST", f"policies/{int(policy_id)}/supersede/", _clean({"rule": rule, "reason": reason}))
+
+    def list_conflicts(
+        self,
+        domain: str | None = None,
+        topic: str | None = None,
+        repo: str | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> Page:
+        """GET conflicts/ (list_memory_conflicts)."""
+        query = {"domain": domain, "topic": topic, "repo": repo, "limit": limit, "offset": offset}
+        return cast(Page, self.request("GET", "conflicts/", query=query))
+
+    def get_notes(self) -> dict[str, Any]:
+        """GET me/notes/: the private scratchpad and the latest observations."""
+        return self.request("GET", "me/notes/")
+
+    def update_notes(self, notes: str) -> dict[str, Any]:
+        """PUT me/notes/ (update_my_notes): replace the whole scratchpad."""
+        return self.request("PUT", "me/notes/", {"notes": notes})
+
+    def record_observation(self, text: str) -> dict[str, Any]:
+        """POST me/observations/ (record_observation): 201 with its id."""
+        return self.request("POST", "me/observations/", {"text": text})
+
+    def remember(
+        self,
+        session_id: str,
+        content: str,
+        domain: str | None = None,
+        topic: str | None = None,
+        repo: str | None = None,
+    ) -> dict[str, Any]:
+        """POST remember/: a session-scoped hot-tier entry."""
+        body = {"session_id": session_id, "content": content, "domain": domain, "topic": topic, "repo": repo}
+        return self.request("POST", "remember/", _clean(body))
+
+    def consolidate(self, session_id: str | None = None) -> dict[str, Any]:
+        """POST consolidate/ (consolidate_memory): promoted, re_mentioned, merged."""
+        return self.request("POST", "consolidate/", _clean({"session_id": session_id}))
+
+    def harmonize(self, domain: str | None = None, repo: str | None = None) -> dict[str, Any]:
+        """POST harmonize/ (harmonize_memory): conflicts found and resolved."""
+        return self.request("POST", "harmonize/", _clean({"domain": domain, "repo": repo}))
+
+    def create_episode(self, kind: str, title: str | None = None, started_at: str | None = None) -> dict[str, Any]:
+        """POST episodes/: facts proposed with its id are linked to it."""
+        return self.request("POST", "episodes/", _clean({"kind": kind, "title": title, "started_at": started_at}))
+
+    # --- promotion candidates -------------------------------------------------------------------
+    def submit_candidate(
+        self, document: Mapping[str, Any], domain: str, topic: str, repo: str | None = None
+    ) -> dict[str, Any]:
+        """POST candidates/: an `awtl.memory_candidate.v2` document plus where its fact would go."""
+        body = {**document, "domain": domain, "topic": topic, "repo": repo}
+        return self.request("POST", "candidates/", _clean(body))
+
+    def record_replay(self, candidate_id: int, probe: str, passed: bool, details: str | None = None) -> dict[str, Any]:
+        """POST candidates/{id}/replays/: the replay row; gates recomputed."""
+        body = _clean({"probe": probe, "passed": passed, "details": details})
+        return self.request("POST", f"candidates/{int(candidate_id)}/replays/", body)
+
+    def promote(self, candidate_id: int, write: bool = False, auto: bool = False) -> dict[str, Any]:
+        """POST candidates/{id}/promote/: a dry run unless `write`; the decision and its scorecard."""
+        return self.request("POST", f"candidates/{int(candidate_id)}/promote/", {"write": write, "auto": auto})
+
+    # --- remember reviews (human in the loop) ---------------------------------------------------
+    def submit_review(
+        self, session_id: str, output: str, files: Mapping[str, str] | None = None, repo: str | None = None
+    ) -> dict[str, Any]:
+        """POST reviews/: the pending review with its parsed items and `review_url`."""
+        body = {"session_id": session_id, "output": output, "files": dict(files or {}), "repo": repo}
+        return self.request("POST", "reviews/", _clean(body))
+
+    def get_review(self, review_id: int, wait: float | None = None) -> dict[str, Any]:
+        """GET reviews/{id}/, long-polling up to `wait` seconds (max 30) while pending."""
+        if not wait:
+            return self.request("GET", f"reviews/{int(review_id)}/")
+        wait = max(0.0, min(float(wait), LONG_POLL_SECONDS))
+        return self.request(
+            "GET", f"reviews/{int(review_id)}/", query={"wait": f"{wait:g}"}, timeout=self.timeout + wait
+        )
+
+    def consume_review(self, review_id: int) -> dict[str, Any]:
+        """POST reviews/{id}/consume/: approved|rejected → consumed (409 review_pending before)."""
+        return self.request("POST", f"reviews/{int(review_id)}/consume/")
+
+    def wait_for_review(
+        self,
+        session_id: str,
+        output: str,
+        files: Mapping[str, str] | None = None,
+        repo: str | None = None,
+        *,
+        timeout: float | None = None,
+        consume: bool = True,
+        on_submitted: Callable[[dict[str, Any]], object] | None = None,
+    ) -> dict[str, Any]:
+        """Submit a remember review, long-poll until a person resolves it, then (by default)
+        consume it. Returns the resolved review (`status`, `resolution` with stored_ids and a
+        note for the final answer). Raises ReviewTimeout after `timeout` seconds (None: wait as
+        long as it takes); `on_submitted` gets the created review, e.g. to show its review_url."""
+        review = self.submit_review(session_id=session_id, output=output, files=files, repo=repo)
+        if on_submitted is not None:
+            on_submitted(review)
+        review_id = int(review["id"])
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            remaining = LONG_POLL_SECONDS if deadline is None else deadline - time.monotonic()
+            if remaining <= 0:
+                raise ReviewTimeout(f"Remember review {review_id} is still pending: {review.get('review_url', '')}")
+            current = self.get_review(review_id, wait=max(0.1, min(LONG_POLL_SECONDS, remaining)))
+            if current["status"] != "pending":
+                break
+        if consume and current["status"] != "consumed":
+            try:
+                current = self.consume_review(review_id)
+            except EngramAPIError as exc:
+                if exc.code != "review_already_consumed":
+                    raise
+                current = self.get_review(review_id)
+        return current
+
+    # --- memory agent runs (SPEC §9) ------------------------------------------------------------
+    def create_run(self, task: str) -> Run:
+        """POST runs/: a run with an empty memory bank."""
+        return cast(Run, self.request("POST", "runs/", {"task": task}))
+
+    def get_bank(self, run_id: int) -> Bank:
+        """GET runs/{id}/bank/: status, knowledge[], procedural[]."""
+        return cast(Bank, self.request("GET", f"runs/{int(run_id)}/bank/"))
+
+    def update_status(self, run_id: int, content: str) -> dict[str, Any]:
+        """POST runs/{id}/bank/status/ (memory_update_status)."""
+        return self.request("POST", f"runs/{int(run_id)}/bank/status/", {"content": content})
+
+    def save_knowledge(self, run_id: int, item_id: str, content: str, tags: list[str] | None = None) -> dict[str, Any]:
+        """POST runs/{id}/bank/knowledge/ (memory_save_knowledge): created or replaced."""
+        body = {"id": item_id, "content": content, "tags": list(tags or [])}
+        return self.request("POST", f"runs/{int(run_id)}/bank/knowledge/", body)
+
+    def save_procedural(self, run_id: int, item_id: str, content: str, outcome: str) -> dict[str, Any]:
+        """POST runs/{id}/bank/procedural/ (memory_save_procedural): created or replaced."""
+        body = {"id": item_id, "content": content, "outcome": outcome}
+        return self.request("POST", f"runs/{int(run_id)}/bank/procedural/", body)
+
+    def delete_item(self, run_id: int, item_id: str, kind: str | None = None) -> dict[str, Any]:
+        """DELETE runs/{id}/bank/items/{item_id}/ (memory_delete); `kind` narrows it."""
+        path = f"runs/{int(run_id)}/bank/items/{urllib.parse.quote(item_id, safe='')}/"
+        return self.request("DELETE", path, query={"kind": kind})
+
+    def intervene(
+        self,
+        run_id: int,
+        step: int,
+        reminder: str | None,
+        rationale: str | None = None,
+        window: list[dict[str, Any]] | None = None,
+    ) -> Intervention:
+        """POST runs/{id}/interventions/: log a decision; `reminder=None` is selective silence."""
+        body: dict[str, Any] = {"step": step, "reminder": reminder}
+        if rationale:
+            body["rationale"] = rationale
+        if window:
+            body["window"] = window
+        return cast(Intervention, self.request("POST", f"runs/{int(run_id)}/interventions/", body))
+
+    def finish_run(
+        self,
+        run_id: int,
+        offer_candidates: bool = False,
+        *,
+        items: list[str] | None = None,
+        domain: str | None = None,
+        repo: str | None = None,
+        topic: str | None = None,
+        failure_class: str | None = None,
+        scope: Mapping[str, list[str]] | None = None,
+    ) -> Run:
+        """POST runs/{id}/finish/: the finished run and the candidates created (never facts)."""
+        body = {
+            "offer_candidates": offer_candidates,
+            "items": items,
+            "domain": domain,
+            "repo": repo,
+            "topic": topic,
+            "failure_class": failure_class,
+            "scope": dict(scope) if scope else None,
+        }
+        return cast(Run, self.request("POST", f"runs/{int(run_id)}/finish/", _clean(body)))

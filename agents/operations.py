@@ -1,0 +1,295 @@
+"""The agent tools as plain functions: raw input → input serializer → service → output serializer.
+
+The run endpoints (agents.api.views_runs) and the MCP server (agents.mcp_server) both call
+these, and the MCP tools that mirror older endpoints use the very serializers, selectors and
+services those endpoints use, so an MCP client and an HTTP client get the same JSON for the
+same input. Errors are raised as usual (EngramError, DRF ValidationError); `error_result`
+turns any of them into the API's `{"code", "detail", "fields"}` body and status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from rest_framework import status as http
+from rest_framework.request import Request
+
+from agents import runs as run_services
+from agents.api import serializers as s
+from agents.api import serializers_candidates as sc
+from agents.api import serializers_runs as sr
+from agents.api.views import validated
+from agents.models import Agent
+from agents.selectors_runs import bank_of, run_for_agent
+from memory import selectors
+from memory.actors import Actor
+from memory.errors import InvalidInput
+from memory.models import MemoryDomain
+from memory.search.hybrid import search_memory
+from memory.search.preamble import build_preamble
+from memory.selectors_candidates import candidates_for_agent
+from memory.selectors_notes import notes_for
+from memory.selectors_policies import policy_list_for_agent
+from memory.services import facts as fact_services
+from memory.services import hot as hot_services
+from memory.services import notes as note_services
+from memory.services import policies as policy_services
+
+
+@dataclass(frozen=True)
+class Result:
+    status: int
+    body: dict[str, Any]
+
+
+def error_result(exc: Exception) -> Result | None:
+    """The API's answer to `exc` (same code, detail, fields and status), or None for a real bug."""
+    from agents.api.errors import exception_handler
+
+    response = exception_handler(exc, {})
+    if response is None:
+        return None
+    return Result(response.status_code, dict(response.data or {}))
+
+
+def _optional_domain(agent: Agent, data: Mapping[str, Any]) -> MemoryDomain | None:
+    if not data.get("domain"):
+        return None
+    return selectors.domain_for_agent(agent, domain=data["domain"], repo=data.get("repo"))
+
+
+# --- Recall ------------------------------------------------------------------------------------
+def get_preamble(agent: Agent, raw: Any) -> Result:
+    data = validated(s.PreambleIn, raw)
+    preamble = build_preamble(agent=agent, task=data["task"], repo=data.get("repo"))
+    return Result(http.HTTP_200_OK, dict(s.PreambleOut(preamble).data))
+
+
+def search(agent: Agent, raw: Any) -> Result:
+    data = validated(s.SearchIn, raw)
+    domain = _optional_domain(agent, data)
+    result = search_memory(
+        agent=agent,
+        query=data["query"],
+        mode=data["mode"],
+        repo=data.get("repo"),
+        domain_id=domain.pk if domain else None,
+        limit=data["limit"],
+    )
+    return Result(http.HTTP_200_OK, dict(s.SearchOut(result).data))
+
+
+# --- Writes ------------------------------------------------------------------------------------
+def propose_fact(agent: Agent, raw: Any) -> Result:
+    data = validated(s.FactProposeIn, raw)
+    domain = selectors.domain_for_agent(agent, domain=data["domain"], repo=data.get("repo"))
+    result = fact_services.propose_fact(
+        domain=domain,
+        data=fact_services.FactInput(
+            topic=data["topic"],
+            content=data["content"],
+            memory_type=data["memory_type"],
+            veracity=data["veracity"],
+            observed_at=data.get("observed_at"),
+            valid_until=data.get("valid_until"),
+            source_observation_ids=data.get("source_observation_ids") or [],
+            episode_id=data.get("episode_id"),
+        ),
+        by=Actor.of_agent(agent),
+    )
+    body = {
+        "fact": s.FactOut(result.fact).data,
+        "outcome": result.outcome,
+        "conflict_id": result.conflict.pk if result.conflict else None,
+        "similarity": round(result.similarity, 4) if result.similarity is not None else None,
+        "compared_with": result.compared_with,
+    }
+    return Result(http.HTTP_201_CREATED, body)
+
+
+def supersede_fact(agent: Agent, fact_id: int, raw: Any) -> Result:
+    data = validated(s.FactSupersedeIn, raw)
+    fact = selectors.fact_for_agent(agent, fact_id)
+    new = fact_services.supersede_fact(
+        fact=fact, by=Actor.of_agent(agent), content=data["content"], reason=data["reason"]
+    )
+    return Result(http.HTTP_201_CREATED, dict(s.FactOut(selectors.fact_for_agent(agent, new.pk)).data))
+
+
+def propose_policy(agent: Agent, raw: Any) -> Result:
+    data = validated(s.PolicyProposeIn, raw)
+    domain = selectors.domain_for_agent(agent, domain=data["domain"], repo=data.get("repo"))
+    policy = policy_services.propose_policy(
+        domain=domain,
+        rule=data["rule"],
+        required_role=data.get("required_role"),
+        derived_from_ids=data.get("derived_from") or [],
+        by=Actor.of_agent(agent),
+    )
+    policy = policy_list_for_agent(agent).get(pk=policy.pk)
+    return Result(http.HTTP_201_CREATED, dict(s.PolicyOut(policy).data))
+
+
+def list_conflicts(agent: Agent, raw: Any, *, limit: int = 50, offset: int = 0) -> Result:
+    """Conflicts in the API's page shape ({count, next, previous, results}); no page links."""
+    filters = validated(s.ConflictListQuery, raw)
+    qs = selectors.conflicts_for_agent(agent, filters)
+    limit, offset = max(1, min(limit, 200)), max(0, offset)
+    page = list(qs[offset : offset + limit])
+    body = {"count": qs.count(), "next": None, "previous": None, "results": s.ConflictOut(page, many=True).data}
+    return Result(http.HTTP_200_OK, body)
+
+
+def update_notes(agent: Agent, raw: Any) -> Result:
+    data = validated(s.NotesIn, raw)
+    note_services.update_notes(agent=agent, notes=data["notes"], by=Actor.of_agent(agent))
+    return Result(http.HTTP_200_OK, dict(s.NotesOut(notes_for(agent)).data))
+
+
+def record_observation(agent: Agent, raw: Any) -> Result:
+    data = validated(s.ObservationIn, raw)
+    observation = note_services.record_observation(agent=agent, text=data["text"], by=Actor.of_agent(agent))
+    return Result(http.HTTP_201_CREATED, dict(s.ObservationOut(observation).data))
+
+
+def remember(agent: Agent, raw: Any) -> Result:
+    data = validated(s.RememberIn, raw)
+    domain = _optional_domain(agent, data)
+    entry = hot_services.remember(
+        agent=agent, session_id=data["session_id"], content=data["content"], domain=domain, topic=data["topic"]
+    )
+    return Result(http.HTTP_201_CREATED, dict(s.HotEntryOut(entry).data))
+
+
+def consolidate(agent: Agent, raw: Any) -> Result:
+    from agents.api.views import _run_task
+    from memory.tasks import consolidate_memory
+
+    data = validated(s.ConsolidateIn, raw)
+    response = _run_task(consolidate_memory, agent.pk, data.get("session_id"))
+    return Result(response.status_code, dict(response.data or {}))
+
+
+def submit_review(agent: Agent, raw: Any, *, site_url: str = "") -> Result:
+    """submit_remember_review: the remember sub-agent's output for a person's review (SPEC §8)."""
+    from agents.api import serializers_reviews as rs
+    from review import selectors as review_selectors
+    from review import services as review_services
+
+    data = validated(rs.ReviewSubmitIn, raw)
+    review = review_services.submit_review(
+        agent=agent, session_id=data["session_id"], output=data["output"], files=data["files"], repo=data.get("repo")
+    )
+    body = dict(rs.ReviewOut(review_selectors.review_for_agent(agent, review.pk)).data)
+    if site_url and str(body.get("review_url", "")).startswith("/"):
+        body["review_url"] = site_url.rstrip("/") + body["review_url"]
+    return Result(http.HTTP_201_CREATED, body)
+
+
+# --- Memory agent runs (SPEC §9) ---------------------------------------------------------------
+def _ctx(request: Request | None) -> dict[str, Any]:
+    return {"request": request} if request is not None else {}
+
+
+def create_run(agent: Agent, raw: Any, *, request: Request | None = None) -> Result:
+    data = validated(sr.RunIn, raw)
+    run = run_services.start_run(agent=agent, task=data["task"], by=Actor.of_agent(agent))
+    return Result(http.HTTP_201_CREATED, dict(sr.RunOut(run, context=_ctx(request)).data))
+
+
+def get_bank(agent: Agent, run_id: int) -> Result:
+    run = run_for_agent(agent, run_id)
+    return Result(http.HTTP_200_OK, dict(sr.BankOut(bank_of(run)).data))
+
+
+def update_status(agent: Agent, run_id: int, raw: Any) -> Result:
+    data = validated(sr.StatusIn, raw)
+    run = run_for_agent(agent, run_id)
+    item = run_services.update_status(run=run, content=data["content"], by=Actor.of_agent(agent))
+    return Result(http.HTTP_200_OK, dict(sr.StatusOut(item).data))
+
+
+def save_knowledge(agent: Agent, run_id: int, raw: Any) -> Result:
+    data = validated(sr.KnowledgeIn, raw)
+    run = run_for_agent(agent, run_id)
+    item, created = run_services.save_knowledge(
+        run=run, item_id=data["id"], content=data["content"], tags=data["tags"], by=Actor.of_agent(agent)
+    )
+    body = dict(sr.SavedItemOut(item, context={"created": created}).data)
+    return Result(http.HTTP_201_CREATED if created else http.HTTP_200_OK, body)
+
+
+def save_procedural(agent: Agent, run_id: int, raw: Any) -> Result:
+    data = validated(sr.ProceduralIn, raw)
+    run = run_for_agent(agent, run_id)
+    item, created = run_services.save_procedural(
+        run=run, item_id=data["id"], content=data["content"], outcome=data["outcome"], by=Actor.of_agent(agent)
+    )
+    body = dict(sr.SavedItemOut(item, context={"created": created}).data)
+    return Result(http.HTTP_201_CREATED if created else http.HTTP_200_OK, body)
+
+
+def delete_item(agent: Agent, run_id: int, item_id: str, raw: Any = None) -> Result:
+    query = validated(sr.DeleteQuery, raw or {})
+    run = run_for_agent(agent, run_id)
+    deleted = run_services.delete_item(run=run, item_id=item_id, kind=query.get("kind"), by=Actor.of_agent(agent))
+    return Result(http.HTTP_200_OK, dict(sr.DeletedOut({"deleted": deleted}).data))
+
+
+def intervene(agent: Agent, run_id: int, raw: Any) -> Result:
+    data = validated(sr.InterventionIn, raw)
+    run = run_for_agent(agent, run_id)
+    intervention = run_services.log_intervention(
+        run=run,
+        step=data["step"],
+        reminder=data["reminder"],
+        rationale=data["rationale"],
+        window=[dict(step) for step in data["window"]],
+        by=Actor.of_agent(agent),
+    )
+    return Result(http.HTTP_201_CREATED, dict(sr.InterventionOut(intervention).data))
+
+
+def _finish_domain(agent: Agent, data: Mapping[str, Any]) -> MemoryDomain | None:
+    if not data["offer_candidates"]:
+        return None
+    if data.get("domain"):
+        return selectors.domain_for_agent(agent, domain=data["domain"], repo=data.get("repo"))
+    domain = run_services.default_candidate_domain(agent.workspace_id)
+    if not MemoryDomain.objects.visible_to(agent).filter(pk=domain.pk).exists():
+        raise InvalidInput(
+            f"Unknown domain {domain.label!r}.",
+            code="unknown_domain",
+            fields={"domain": ["Name a domain you can see."]},
+        )
+    return domain
+
+
+def finish_run(agent: Agent, run_id: int, raw: Any, *, request: Request | None = None) -> Result:
+    data = validated(sr.FinishIn, raw)
+    run = run_for_agent(agent, run_id)
+    if not run.is_running:
+        raise run_services.RunFinished(run)
+    scope = data.get("scope") or {}
+    with transaction.atomic():  # the default domain, if created, goes with the rest or not at all
+        result = run_services.finish_run(
+            run=run,
+            by=Actor.of_agent(agent),
+            offer_candidates=data["offer_candidates"],
+            domain=_finish_domain(agent, data),
+            topic=data.get("topic"),
+            item_ids=data.get("items"),
+            failure_class=data["failure_class"],
+            applies_to=scope.get("applies_to") or [],
+            does_not_apply_to=scope.get("does_not_apply_to") or [],
+        )
+    by_pk = {c.pk: c for c in candidates_for_agent(agent).filter(pk__in=[c.pk for c in result.candidates])}
+    candidates = [by_pk[c.pk] for c in result.candidates if c.pk in by_pk]
+    body = {
+        **sr.RunOut(result.run, context=_ctx(request)).data,
+        "candidates": sc.CandidateOut(candidates, many=True).data,
+    }
+    return Result(http.HTTP_200_OK, body)

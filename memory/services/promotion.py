@@ -1,0 +1,715 @@
+"""The promotion gate (SPEC §7): raw trace → candidate → replay and/or human approval →
+promotion decision → fact.
+
+A failure log is not knowledge. A candidate reaches long-term memory only through `promote`
+with an explicit write flag, once every gate has passed, and then through the normal write
+path (`propose_fact`: re-mention and conflict rules apply) carrying its lifecycle metadata.
+Every real decision is a PromotionDecision row with the gate scorecard it was made on; a dry
+run writes nothing at all, not even its decision.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from memory.actors import Actor
+from memory.audit import record_event
+from memory.embeddings import embed_text, fact_text
+from memory.errors import InsufficientPermission, InvalidInput, StateConflict
+from memory.models import (
+    CANDIDATE_SCHEMA,
+    Candidate,
+    Fact,
+    FactStatus,
+    FailureClass,
+    MemoryDomain,
+    MemoryType,
+    PromotionDecision,
+    PromotionStatus,
+    Replay,
+    ValidatedBy,
+    Veracity,
+    Workspace,
+)
+from memory.services.facts import (
+    TOPIC_MAX,
+    FactInput,
+    Outcome,
+    embed_live_without_vectors,
+    propose_fact,
+    validate_fact_input,
+)
+from memory.services.lifecycle import ChallengeReason, challenge_fact, revalidate_fact
+
+PASSED, FAILED, PENDING = "passed", "failed", "pending"
+GATES = ("failure_class", "evidence", "provenance", "scope", "human_review", "write_flag", "auto_promotion")
+IMPORTED_ORIGINS = frozenset({"imported"})
+PROMOTABLE_CLASSES = frozenset({FailureClass.AGENT_FAILURE, FailureClass.VERIFICATION_FAILURE})
+
+CANDIDATE_ID_MAX = 200
+LIST_MAX = 100
+ITEM_MAX = 200
+SUMMARY_MAX = 4000
+PROBE_MAX = 500
+DETAILS_MAX = 20_000
+REASON_MAX = 2000
+_ORIGIN = re.compile(r"^[a-z][a-z0-9_.:-]{0,39}$")
+
+Gate = dict[str, str]
+Scorecard = dict[str, Gate]
+
+
+class CandidateDecided(StateConflict):
+    code = "candidate_decided"
+
+    def __init__(self, candidate: Candidate) -> None:
+        super().__init__(
+            f"Candidate {candidate.candidate_id!r} was already decided ({candidate.promotion_status}); "
+            "a decision is final."
+        )
+
+
+# --- The document -----------------------------------------------------------------------------
+@dataclass
+class CandidateDocument:
+    """A parsed `awtl.memory_candidate.v2` document."""
+
+    candidate_id: str
+    failure_class: str
+    proposed_memory: str
+    failure_type: str = ""
+    source_action_ids: list[str] = field(default_factory=list)
+    root_cause_summary: str = ""
+    applies_to: list[str] = field(default_factory=list)
+    does_not_apply_to: list[str] = field(default_factory=list)
+    evidence_refs: list[str] = field(default_factory=list)
+    verification_probe_candidate: str = ""
+    requires_human_review: bool = False
+    origin: str = "agent"
+    memory_type: str = MemoryType.PROCEDURE
+    schema_version: str = CANDIDATE_SCHEMA
+
+
+def _text(raw: Mapping[str, Any], key: str, errors: dict[str, Any], *, max_len: int, required: bool = False) -> str:
+    value = raw.get(key)
+    if value is None:
+        if required:
+            errors[key] = ["This field is required."]
+        return ""
+    if not isinstance(value, str):
+        errors[key] = ["Must be a string."]
+        return ""
+    value = value.strip()
+    if required and not value:
+        errors[key] = ["May not be blank."]
+    elif len(value) > max_len:
+        errors[key] = [f"At most {max_len} characters."]
+    return value
+
+
+def _strings(value: Any, *, ids: bool = False) -> tuple[list[str], str | None]:
+    """A list of short non-empty strings (ids may also be integers); (cleaned, error or None)."""
+    if value is None:
+        return [], None
+    if not isinstance(value, list):
+        return [], "Must be a list of strings."
+    if len(value) > LIST_MAX:
+        return [], f"At most {LIST_MAX} items."
+    cleaned: list[str] = []
+    for item in value:
+        if ids and isinstance(item, int) and not isinstance(item, bool):
+            item = str(item)
+        if not isinstance(item, str) or not item.strip():
+            return [], "Every item must be a non-empty string."
+        if len(item) > ITEM_MAX:
+            return [], f"Items have at most {ITEM_MAX} characters."
+        if item.strip() not in cleaned:
+            cleaned.append(item.strip())
+    return cleaned, None
+
+
+def parse_candidate_document(raw: Mapping[str, Any]) -> CandidateDocument:
+    """Validate an `awtl.memory_candidate.v2` document (the domain/repo/topic envelope is not
+    part of it). Raises InvalidInput naming every bad field; unknown keys are ignored, an
+    absent `schema` means v2, any other schema version is refused."""
+    if not isinstance(raw, Mapping):
+        raise InvalidInput("A candidate is a JSON object.", fields={"non_field_errors": ["Expected an object."]})
+    errors: dict[str, Any] = {}
+    for key in ("schema", "schema_version"):
+        version = raw.get(key)
+        if version is not None and version != CANDIDATE_SCHEMA:
+            errors[key] = [f"Unknown schema version {version!r}; this server accepts {CANDIDATE_SCHEMA!r}."]
+            raise InvalidInput(f"Unknown schema version {version!r}.", code="unknown_schema_version", fields=errors)
+
+    candidate_id = _text(raw, "candidate_id", errors, max_len=CANDIDATE_ID_MAX, required=True)
+    failure_class = raw.get("failure_class")
+    if failure_class is None:
+        errors["failure_class"] = ["This field is required."]
+    elif failure_class not in FailureClass.values:
+        errors["failure_class"] = [f"One of {', '.join(FailureClass.values)}."]
+    proposed = _text(raw, "proposed_memory", errors, max_len=settings.ENGRAM_FACT_MAX_CHARS, required=True)
+    failure_type = _text(raw, "failure_type", errors, max_len=100)
+    summary = _text(raw, "root_cause_summary", errors, max_len=SUMMARY_MAX)
+    probe = _text(raw, "verification_probe_candidate", errors, max_len=PROBE_MAX)
+
+    lists: dict[str, list[str]] = {}
+    for key in ("source_action_ids", "evidence_refs"):
+        lists[key], problem = _strings(raw.get(key), ids=key == "source_action_ids")
+        if problem:
+            errors[key] = [problem]
+    scope = raw.get("scope")
+    scope_errors: dict[str, list[str]] = {}
+    if scope is not None and not isinstance(scope, Mapping):
+        errors["scope"] = ["Must be an object {applies_to, does_not_apply_to}."]
+        scope = None
+    for key in ("applies_to", "does_not_apply_to"):
+        lists[key], problem = _strings((scope or {}).get(key))
+        if problem:
+            scope_errors[key] = [problem]
+    if scope_errors:
+        errors["scope"] = scope_errors
+
+    status = raw.get("promotion_status")
+    if status is not None and status != PromotionStatus.CANDIDATE:
+        errors["promotion_status"] = ["A submitted document is a `candidate`; the gate decides the rest."]
+    review = raw.get("requires_human_review", False)
+    if review is None:
+        review = False
+    if not isinstance(review, bool):
+        errors["requires_human_review"] = ["Must be a boolean."]
+    origin = raw.get("origin") or "agent"
+    if not isinstance(origin, str) or not _ORIGIN.match(origin):
+        errors["origin"] = ["A short lowercase token: agent, memory_agent, human, imported…"]
+    memory_type = raw.get("memory_type") or MemoryType.PROCEDURE
+    if memory_type not in MemoryType.values:
+        errors["memory_type"] = [f"One of {', '.join(MemoryType.values)}."]
+    if errors:
+        raise InvalidInput("The candidate document has invalid fields; see `fields`.", fields=errors)
+    return CandidateDocument(
+        candidate_id=candidate_id,
+        failure_class=str(failure_class),
+        proposed_memory=proposed,
+        failure_type=failure_type,
+        source_action_ids=lists["source_action_ids"],
+        root_cause_summary=summary,
+        applies_to=lists["applies_to"],
+        does_not_apply_to=lists["does_not_apply_to"],
+        evidence_refs=lists["evidence_refs"],
+        verification_probe_candidate=probe,
+        requires_human_review=bool(review),
+        origin=str(origin),
+        memory_type=str(memory_type),
+    )
+
+
+# --- Gates (pure) -------------------------------------------------------------------------------
+def _gate(status: str, reason: str) -> Gate:
+    return {"status": status, "reason": reason}
+
+
+def latest_replay(candidate: Candidate) -> Replay | None:
+    """The most recent replay; uses prefetched `replays` when the caller loaded them."""
+    return max(candidate.replays.all(), key=lambda r: (r.created_at, r.pk), default=None)
+
+
+def _approver(candidate: Candidate) -> str:
+    user = candidate.human_approved_by
+    who = user.get_username() if user is not None else "a person"
+    when = candidate.human_approved_at
+    return f"approved by {who}" + (f" on {when:%Y-%m-%d %H:%M} UTC" if when else "")
+
+
+def _failure_class_gate(candidate: Candidate) -> Gate:
+    match candidate.failure_class:
+        case FailureClass.AGENT_FAILURE:
+            return _gate(PASSED, "agent_failure: the agent's own mistake may become a rule")
+        case FailureClass.VERIFICATION_FAILURE if candidate.verification_probe_candidate:
+            return _gate(PASSED, f"verification_failure with its probe {candidate.verification_probe_candidate!r}")
+        case FailureClass.VERIFICATION_FAILURE:
+            return _gate(FAILED, "verification_failure may be promoted only with its verification probe")
+        case FailureClass.ENVIRONMENT_BLOCKER:
+            return _gate(FAILED, "environment_blocker: an outage or missing tool is not knowledge; never promoted")
+        case FailureClass.FLAKY_BLOCKER:
+            return _gate(FAILED, "flaky_blocker: a failure that does not reproduce; never promoted")
+        case FailureClass.HARNESS_BLOCKER:
+            return _gate(FAILED, "harness_blocker: routed to the harness-fix list, never to memory")
+    return _gate(FAILED, f"unknown failure class {candidate.failure_class!r}")
+
+
+def _evidence_gate(candidate: Candidate, latest: Replay | None) -> Gate:
+    approved_at = candidate.human_approved_at
+    if latest is not None and latest.passed:
+        return _gate(PASSED, f"replay #{latest.pk} of {latest.probe!r} passed")
+    if approved_at is not None and (latest is None or latest.created_at <= approved_at):
+        return _gate(PASSED, _approver(candidate))
+    if latest is not None:
+        return _gate(
+            FAILED, f"the latest replay #{latest.pk} of {latest.probe!r} failed; needs a passing replay or an approval"
+        )
+    return _gate(PENDING, "needs a passing replay or a human approval")
+
+
+def _scope_gate(candidate: Candidate) -> Gate:
+    missing = [
+        name
+        for name, value in (
+            ("scope (applies_to)", candidate.applies_to),
+            ("anti-scope (does_not_apply_to)", candidate.does_not_apply_to),
+        )
+        if not value
+    ]
+    if missing:
+        return _gate(
+            FAILED, f"held: no {' and no '.join(missing)}; a rule right in one place must not apply everywhere"
+        )
+    return _gate(
+        PASSED, f"applies to {', '.join(candidate.applies_to)}; not to {', '.join(candidate.does_not_apply_to)}"
+    )
+
+
+def compute_gates(candidate: Candidate, *, write: bool | None = None, auto: bool | None = None) -> Scorecard:
+    """Every gate of SPEC §7 as {name: {status: passed|failed|pending, reason}}, from the
+    candidate's own fields and replays. `write`/`auto` describe a promote call; left None, the
+    write gate is pending and the automatic gate tells whether the candidate is eligible."""
+    latest = latest_replay(candidate)
+    verified = latest is not None and latest.passed
+    gates: Scorecard = {
+        "failure_class": _failure_class_gate(candidate),
+        "evidence": _evidence_gate(candidate, latest),
+        "provenance": (
+            _gate(FAILED, "imported-only: nothing in this workspace observed it; an outside trace is not the truth")
+            if candidate.origin in IMPORTED_ORIGINS
+            else _gate(PASSED, f"origin {candidate.origin}")
+        ),
+        "scope": _scope_gate(candidate),
+    }
+    if not candidate.requires_human_review:
+        gates["human_review"] = _gate(PASSED, "not required")
+    elif candidate.human_approved_at is not None:
+        gates["human_review"] = _gate(PASSED, _approver(candidate))
+    else:
+        gates["human_review"] = _gate(PENDING, "requires human review: waiting for a person's approval")
+
+    if write is None:
+        gates["write_flag"] = _gate(PENDING, "nothing is written until promote is called with write=true")
+    elif write:
+        gates["write_flag"] = _gate(PASSED, "write=true")
+    else:
+        gates["write_flag"] = _gate(FAILED, "no write flag: a dry run, nothing written")
+
+    if auto is False:
+        gates["auto_promotion"] = _gate(PASSED, "not an automatic promotion")
+    elif candidate.requires_human_review:
+        gates["auto_promotion"] = _gate(FAILED, "requires human review: never promoted automatically")
+    elif not verified:
+        gates["auto_promotion"] = _gate(
+            FAILED if auto else PENDING, "not replay-verified: automatic promotion needs a passing replay"
+        )
+    else:
+        gates["auto_promotion"] = _gate(PASSED, "replay-verified and no human review required")
+    return gates
+
+
+def failing(gates: Scorecard) -> list[str]:
+    return [name for name in GATES if gates[name]["status"] != PASSED]
+
+
+def status_for(candidate: Candidate, gates: Scorecard) -> str:
+    """The promotion_status an undecided candidate has given its gates; decisions are final."""
+    if candidate.is_decided:
+        return candidate.promotion_status
+    if candidate.failure_class == FailureClass.HARNESS_BLOCKER:
+        return PromotionStatus.HARNESS_FIX
+    if gates["failure_class"]["status"] == FAILED or gates["provenance"]["status"] == FAILED:
+        return PromotionStatus.BLOCKED
+    if gates["scope"]["status"] == FAILED:
+        return PromotionStatus.HELD
+    return PromotionStatus.CANDIDATE
+
+
+# --- Writes ------------------------------------------------------------------------------------
+def _lock(candidate: Candidate) -> Candidate:
+    return (
+        Candidate.objects.select_for_update(of=("self",))
+        .select_related("domain__repo", "human_approved_by")
+        .get(pk=candidate.pk)
+    )
+
+
+def _refresh_status(candidate: Candidate, now: Any) -> Scorecard:
+    gates = compute_gates(candidate)
+    candidate.promotion_status = status_for(candidate, gates)
+    candidate.updated_at = now
+    candidate.save(update_fields=["promotion_status", "updated_at"])
+    return gates
+
+
+def _decider(by: Actor) -> dict[str, Any]:
+    return {"decided_by_agent": by.agent, "decided_by_user": by.user, "decided_by_label": by.label}
+
+
+@transaction.atomic
+def submit_candidate(
+    *, domain: MemoryDomain, topic: str, document: CandidateDocument, by: Actor
+) -> tuple[Candidate, bool]:
+    """Store a candidate and compute its gates; returns (candidate, created). The same
+    candidate_id in the workspace returns the existing candidate unchanged (idempotent).
+    Raises InvalidInput for a bad topic or a memory the fact write path would refuse."""
+    topic = topic.strip()
+    if not topic or len(topic) > TOPIC_MAX:
+        raise InvalidInput("A topic has 1 to 200 characters.", fields={"topic": [f"1–{TOPIC_MAX} characters."]})
+    try:
+        validate_fact_input(FactInput(topic=topic, content=document.proposed_memory, memory_type=document.memory_type))
+    except InvalidInput as exc:
+        renamed = {"proposed_memory" if k == "content" else k: v for k, v in exc.fields.items()}
+        raise InvalidInput(exc.detail, fields=renamed) from None
+    with connection.cursor() as cursor:  # serialise two submissions of one candidate_id
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+            [f"candidate:{domain.workspace_id}:{document.candidate_id}"],
+        )
+    existing = Candidate.objects.filter(workspace_id=domain.workspace_id, candidate_id=document.candidate_id).first()
+    if existing is not None:
+        return existing, False
+    now = timezone.now()
+    candidate = Candidate.objects.create(
+        workspace_id=domain.workspace_id,
+        domain=domain,
+        topic=topic,
+        submitted_by_agent=by.agent,
+        submitted_by_label=by.label,
+        candidate_id=document.candidate_id,
+        schema_version=document.schema_version,
+        failure_class=document.failure_class,
+        failure_type=document.failure_type,
+        source_action_ids=document.source_action_ids,
+        root_cause_summary=document.root_cause_summary,
+        proposed_memory=document.proposed_memory,
+        applies_to=document.applies_to,
+        does_not_apply_to=document.does_not_apply_to,
+        evidence_refs=document.evidence_refs,
+        verification_probe_candidate=document.verification_probe_candidate,
+        requires_human_review=document.requires_human_review,
+        origin=document.origin,
+        memory_type=document.memory_type,
+        created_at=now,
+        updated_at=now,
+    )
+    gates = _refresh_status(candidate, now)
+    record_event(
+        actor=by,
+        verb="candidate.submitted",
+        workspace_id=domain.workspace_id,
+        target=candidate,
+        detail={
+            "candidate_id": candidate.candidate_id,
+            "failure_class": candidate.failure_class,
+            "promotion_status": candidate.promotion_status,
+            "failing": failing(gates),
+        },
+    )
+    return candidate, True
+
+
+@transaction.atomic
+def record_replay(*, candidate: Candidate, by: Actor, probe: str, passed: bool, details: str = "") -> Replay:
+    """Record one replay of the candidate's probe and recompute its gates. On a promoted
+    candidate a failed replay challenges its active fact; a passing one revalidates it."""
+    probe = probe.strip()
+    if not probe or len(probe) > PROBE_MAX:
+        raise InvalidInput("A probe names what was replayed.", fields={"probe": [f"1–{PROBE_MAX} characters."]})
+    if len(details) > DETAILS_MAX:
+        raise InvalidInput("The details are too long.", fields={"details": [f"At most {DETAILS_MAX} characters."]})
+    candidate = _lock(candidate)
+    now = timezone.now()
+    replay = Replay.objects.create(
+        candidate=candidate,
+        probe=probe,
+        passed=passed,
+        details=details,
+        recorded_by_agent=by.agent,
+        recorded_by_label=by.label,
+        created_at=now,
+    )
+    fact_effect = ""
+    if candidate.fact_id is not None:
+        fact = Fact.objects.select_for_update().get(pk=candidate.fact_id)
+        if fact.superseded_by_id is None and not passed and fact.status == FactStatus.ACTIVE:
+            challenge_fact(
+                fact=fact, by=by, reason=ChallengeReason.FAILED_REPLAY, detail=f"replay #{replay.pk} of {probe!r}"
+            )
+            fact_effect = "challenged"
+        elif fact.superseded_by_id is None and passed and fact.status in (FactStatus.ACTIVE, FactStatus.CHALLENGED):
+            revalidate_fact(fact=fact, by=by, validated_by=ValidatedBy.REPLAY, note=f"replay #{replay.pk} passed")
+            fact_effect = "revalidated"
+    _refresh_status(candidate, now)
+    record_event(
+        actor=by,
+        verb="candidate.replayed",
+        workspace_id=candidate.workspace_id,
+        target=candidate,
+        detail={
+            "replay": replay.pk,
+            "probe": probe,
+            "passed": passed,
+            "fact": candidate.fact_id,
+            "effect": fact_effect,
+        },
+    )
+    return replay
+
+
+def _may_review(user: Any, workspace_id: int) -> bool:
+    return bool(user.is_authenticated) and Workspace.objects.for_user(user).filter(pk=workspace_id).exists()
+
+
+@transaction.atomic
+def approve_candidate(*, candidate: Candidate, by: Actor, note: str = "") -> Candidate:
+    """A person's approval: evidence for the gate (it does not promote by itself). Raises
+    InsufficientPermission unless `by` is a person of the candidate's workspace, CandidateDecided
+    once decided."""
+    if by.user is None:
+        raise InsufficientPermission(
+            "Only a person can approve a candidate.", code="human_approval_required", fields={}
+        )
+    if not _may_review(by.user, candidate.workspace_id):
+        raise InsufficientPermission("You are not a member of this candidate's workspace.", code="not_a_member")
+    candidate = _lock(candidate)
+    if candidate.is_decided:
+        raise CandidateDecided(candidate)
+    now = timezone.now()
+    candidate.human_approved_by, candidate.human_approved_at = by.user, now
+    candidate.human_approval_note = note.strip()[:500]
+    candidate.save(update_fields=["human_approved_by", "human_approved_at", "human_approval_note"])
+    gates = _refresh_status(candidate, now)
+    record_event(
+        actor=by,
+        verb="candidate.approved",
+        workspace_id=candidate.workspace_id,
+        target=candidate,
+        detail={"note": candidate.human_approval_note, "failing": failing(gates)},
+    )
+    return candidate
+
+
+@transaction.atomic
+def revise_candidate(*, candidate: Candidate, by: Actor, proposed_memory: str) -> Candidate:
+    """A reviewer's edit of the proposed rule before approving it (edit-and-approve). The agent's
+    text is kept in the audit event. Raises InvalidInput for an empty or oversized text."""
+    text = proposed_memory.strip()
+    if not text or len(text) > 4000:
+        raise InvalidInput(
+            "The rule must have 1 to 4000 characters.", fields={"proposed_memory": ["1–4000 characters."]}
+        )
+    candidate = _lock(candidate)
+    if candidate.is_decided:
+        raise CandidateDecided(candidate)
+    before = candidate.proposed_memory
+    if text != before:
+        candidate.proposed_memory = text
+        candidate.updated_at = timezone.now()
+        candidate.save(update_fields=["proposed_memory", "updated_at"])
+        record_event(
+            actor=by,
+            verb="candidate.revised",
+            workspace_id=candidate.workspace_id,
+            target=candidate,
+            detail={"before": before, "after": text},
+        )
+    return candidate
+
+
+def promote(*, candidate: Candidate, by: Actor, write: bool, auto: bool = False) -> PromotionDecision:
+    """Decide a candidate. Without `write` it is a dry run: the decision it would make is
+    returned unsaved and nothing at all is written. With `write`, a `refused` decision is
+    recorded when a gate has not passed (the candidate stays open), else the fact is written
+    through propose_fact with its lifecycle metadata and a `promote` decision is recorded.
+    Raises CandidateDecided (409) once the candidate was promoted or denied."""
+    if not write:
+        return dry_run(candidate=candidate, by=by, auto=auto)
+    fresh = Candidate.objects.select_related("human_approved_by").get(pk=candidate.pk)
+    vector: list[float] | None = None
+    if not fresh.is_decided and not failing(compute_gates(fresh, write=True, auto=auto)):
+        # Inference before the transaction, never inside it (STYLE): the lock is held briefly.
+        vector = embed_text(fact_text(fresh.topic, fresh.proposed_memory))
+        embed_live_without_vectors(fresh.domain_id, fresh.topic)
+    return _decide_locked(candidate=fresh, by=by, auto=auto, vector=vector)
+
+
+def dry_run(*, candidate: Candidate, by: Actor, auto: bool = False) -> PromotionDecision:
+    """The decision `promote(write=True)` would record, unsaved (pk None): nothing is written."""
+    candidate = Candidate.objects.select_related("domain__repo", "human_approved_by").get(pk=candidate.pk)
+    if candidate.is_decided:
+        raise CandidateDecided(candidate)
+    gates = compute_gates(candidate, write=False, auto=auto)
+    blocking = [name for name in failing(gates) if name != "write_flag"]
+    if blocking:
+        verdict = "would not promote: " + "; ".join(f"{name}: {gates[name]['reason']}" for name in blocking)
+    else:
+        verdict = "would promote with write=true"
+    return PromotionDecision(
+        candidate=candidate,
+        decision=PromotionDecision.Kind.DRY_RUN,
+        auto=auto,
+        write=False,
+        scorecard=gates,
+        reason=f"Dry run, nothing written: {verdict}.",
+        created_at=timezone.now(),
+        **_decider(by),
+    )
+
+
+@transaction.atomic
+def _decide_locked(*, candidate: Candidate, by: Actor, auto: bool, vector: list[float] | None) -> PromotionDecision:
+    candidate = _lock(candidate)  # lock, then re-check: the gates may have moved since the read
+    if candidate.is_decided:
+        raise CandidateDecided(candidate)
+    now = timezone.now()
+    gates = compute_gates(candidate, write=True, auto=auto)
+    blocking = failing(gates)
+    if blocking:
+        _refresh_status(candidate, now)
+        decision = PromotionDecision.objects.create(
+            candidate=candidate,
+            decision=PromotionDecision.Kind.REFUSED,
+            auto=auto,
+            write=True,
+            scorecard=gates,
+            reason="Not promoted: " + "; ".join(f"{name}: {gates[name]['reason']}" for name in blocking) + ".",
+            created_at=now,
+            **_decider(by),
+        )
+        record_event(
+            actor=by,
+            verb="candidate.promotion_refused",
+            workspace_id=candidate.workspace_id,
+            target=candidate,
+            detail={"decision": decision.pk, "failing": blocking, "auto": auto},
+        )
+        return decision
+
+    latest = latest_replay(candidate)
+    validated_by = ValidatedBy.REPLAY if latest is not None and latest.passed else ValidatedBy.HUMAN
+    probe = candidate.verification_probe_candidate or (latest.probe if latest is not None else "")
+    if vector is None:  # the gates passed only after the unlocked read (a concurrent replay)
+        vector = embed_text(fact_text(candidate.topic, candidate.proposed_memory))
+    result = propose_fact(
+        domain=candidate.domain,
+        data=FactInput(
+            topic=candidate.topic,
+            content=candidate.proposed_memory,
+            memory_type=candidate.memory_type,
+            # A person who approved it vouches for it; otherwise it is the agent's verified inference.
+            veracity=Veracity.HUMAN_STATED if candidate.human_approved_at else Veracity.AGENT_INFERRED,
+            extra={
+                "origin": "promotion",
+                "origin_candidate": candidate,
+                "validated_by": validated_by,
+                "valid_for": list(candidate.applies_to),
+                "not_valid_for": list(candidate.does_not_apply_to),
+                "verification": probe,
+                "last_validated_at": now,
+                "verification_contract_version": CANDIDATE_SCHEMA,
+                "status": FactStatus.ACTIVE,
+                "source": "promotion",
+                "rationale": candidate.root_cause_summary,
+            },
+        ),
+        by=by,
+        embedding=vector,
+    )
+    fact = result.fact
+    if result.outcome == Outcome.RE_MENTIONED:
+        fact = _adopt_existing(fact, candidate=candidate, by=by, validated_by=validated_by, probe=probe)
+    candidate.fact = fact
+    candidate.promotion_status = PromotionStatus.ACTIVE
+    candidate.updated_at = now
+    candidate.save(update_fields=["fact", "promotion_status", "updated_at"])
+    explained = {
+        Outcome.CREATED: f"promoted as fact {fact.pk}",
+        Outcome.CONFLICT_WON: f"promoted as fact {fact.pk}; it superseded fact {result.compared_with} in a conflict",
+        Outcome.CONFLICT_LOST: f"stored as fact {fact.pk}, which lost a conflict to fact {result.compared_with} "
+        "and was challenged for review",
+        Outcome.RE_MENTIONED: f"fact {fact.pk} already said this: re-mentioned and revalidated",
+    }[result.outcome]
+    decision = PromotionDecision.objects.create(
+        candidate=candidate,
+        decision=PromotionDecision.Kind.PROMOTE,
+        auto=auto,
+        write=True,
+        scorecard=gates,
+        fact=fact,
+        outcome=result.outcome,
+        reason=f"Every gate passed ({validated_by}); {explained}.",
+        created_at=now,
+        **_decider(by),
+    )
+    record_event(
+        actor=by,
+        verb="candidate.promoted",
+        workspace_id=candidate.workspace_id,
+        target=candidate,
+        detail={"decision": decision.pk, "fact": fact.pk, "outcome": result.outcome, "auto": auto},
+    )
+    return decision
+
+
+def _adopt_existing(fact: Fact, *, candidate: Candidate, by: Actor, validated_by: str, probe: str) -> Fact:
+    """A promotion that re-mentions a live fact validates it, and gives it the candidate's scope
+    where it had none (propose_fact applies lifecycle fields only to new rows)."""
+    fact = revalidate_fact(fact=fact, by=by, validated_by=validated_by, note=f"promotion of {candidate.candidate_id}")
+    fields = ["verification_contract_version"]
+    fact.verification_contract_version = CANDIDATE_SCHEMA
+    for name, value in (
+        ("valid_for", list(candidate.applies_to)),
+        ("not_valid_for", list(candidate.does_not_apply_to)),
+        ("verification", probe),
+    ):
+        if not getattr(fact, name) and value:
+            setattr(fact, name, value)
+            fields.append(name)
+    if fact.origin_candidate_id is None:
+        fact.origin_candidate = candidate
+        fields.append("origin_candidate")
+    fact.save(update_fields=fields)
+    return fact
+
+
+@transaction.atomic
+def deny(*, candidate: Candidate, by: Actor, reason: str = "") -> PromotionDecision:
+    """A final no: the candidate becomes `denied`, recorded with the gates at that moment.
+    Raises CandidateDecided once decided, InvalidInput for an over-long reason."""
+    if len(reason) > REASON_MAX:
+        raise InvalidInput("The reason is too long.", fields={"reason": [f"At most {REASON_MAX} characters."]})
+    candidate = _lock(candidate)
+    if candidate.is_decided:
+        raise CandidateDecided(candidate)
+    now = timezone.now()
+    gates = compute_gates(candidate)
+    candidate.promotion_status = PromotionStatus.DENIED
+    candidate.updated_at = now
+    candidate.save(update_fields=["promotion_status", "updated_at"])
+    decision = PromotionDecision.objects.create(
+        candidate=candidate,
+        decision=PromotionDecision.Kind.DENY,
+        write=False,
+        scorecard=gates,
+        reason=reason.strip() or "Denied.",
+        created_at=now,
+        **_decider(by),
+    )
+    record_event(
+        actor=by,
+        verb="candidate.denied",
+        workspace_id=candidate.workspace_id,
+        target=candidate,
+        detail={"decision": decision.pk, "reason": decision.reason},
+    )
+    return decision

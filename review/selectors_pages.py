@@ -1,0 +1,218 @@
+"""Reads for the governance pages: grants matrix, memory browser, fact page, knowledge graph.
+Each applies review.access (workspace membership, per-domain review permission) itself."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.postgres.search import SearchQuery, SearchRank
+from django.db.models import F, Q, QuerySet
+
+from memory import decay
+from memory.models import AccessGrant, AuditEvent, Conflict, EpisodeFact, Fact, MemoryDomain, Policy, Role, Workspace
+from memory.selectors import conflicts_of, fact_history
+from memory.services.policies import policy_budget, policy_line
+from review.access import reviewable_domains
+
+PAGE_SIZE = 50
+
+
+@dataclass
+class GrantCell:
+    role: Role
+    domain: MemoryDomain
+    level: str
+    explicit: bool
+
+
+def grants_matrix(workspace: Workspace) -> tuple[list[Role], list[MemoryDomain], dict[tuple[int, int], GrantCell]]:
+    """Roles × domains with each cell's effective level (no row = read, shown as the default)."""
+    roles = list(Role.objects.filter(workspace=workspace).order_by("name"))
+    domains = list(
+        MemoryDomain.objects.filter(workspace=workspace).select_related("repo").order_by("repo__slug", "name")
+    )
+    rows = {(g.role_id, g.domain_id): g.level for g in AccessGrant.objects.filter(role__workspace=workspace)}
+    cells = {
+        (r.pk, d.pk): GrantCell(r, d, rows.get((r.pk, d.pk), "read"), (r.pk, d.pk) in rows)
+        for r in roles
+        for d in domains
+    }
+    return roles, domains, cells
+
+
+def grant_cell(workspace: Workspace, role_id: int, domain_id: int) -> GrantCell:
+    role = Role.objects.get(workspace=workspace, pk=role_id)
+    domain = MemoryDomain.objects.select_related("repo").get(workspace=workspace, pk=domain_id)
+    level = AccessGrant.objects.filter(role=role, domain=domain).values_list("level", flat=True).first()
+    return GrantCell(role, domain, level or "read", level is not None)
+
+
+def recent_grant_changes(workspace: Workspace, limit: int = 15) -> QuerySet[AuditEvent]:
+    return AuditEvent.objects.filter(workspace=workspace, verb="grant.changed").order_by("-created_at")[:limit]
+
+
+def browse_facts(user: Any, workspace: Workspace, params: dict[str, str]) -> tuple[QuerySet[Fact], dict[str, Any]]:
+    """The memory browser's facts: full-text only (it may rank differently from search_memory),
+    filtered by domain, type, veracity, status and repo, within the person's domains."""
+    domains = reviewable_domains(user, workspace)
+    qs = Fact.objects.filter(workspace=workspace, domain__in=domains).select_related("domain__repo")
+    if params.get("domain"):
+        qs = qs.filter(domain_id=int(params["domain"])) if params["domain"].isdigit() else qs.none()
+    for field in ("memory_type", "veracity", "status"):
+        if params.get(field):
+            qs = qs.filter(**{field: params[field]})
+    if params.get("repo"):
+        qs = qs.filter(domain__repo__slug=params["repo"])
+    if params.get("current", "1") == "1":
+        qs = qs.filter(superseded_by__isnull=True)
+    q = (params.get("q") or "").strip()
+    if q:
+        query = SearchQuery(q, config="english", search_type="websearch")
+        qs = (
+            qs.filter(search_vector=query).annotate(rank=SearchRank(F("search_vector"), query)).order_by("-rank", "-id")
+        )
+    else:
+        qs = qs.order_by("-created_at", "-id")
+    return qs.defer("embedding", "search_vector"), {"domains": domains}
+
+
+def with_decay(facts: list[Fact]) -> list[Fact]:
+    """Annotate each fact with its decay weight now (for the browser's column)."""
+    for fact in facts:
+        fact.decay_now = decay.weight_at(fact.memory_type, fact.last_mentioned_at)  # type: ignore[attr-defined]
+    return facts
+
+
+def fact_page(user: Any, workspace: Workspace, fact_id: int) -> dict[str, Any]:
+    domains = reviewable_domains(user, workspace)
+    fact = (
+        Fact.objects.filter(workspace=workspace, domain__in=domains, pk=fact_id)
+        .select_related("domain__repo", "created_by_agent", "created_by_user")
+        .defer("embedding")
+        .first()
+    )
+    if fact is None:
+        from django.http import Http404
+
+        raise Http404("No such fact.")
+    history = fact_history(fact)
+    ids = [f.pk for f in history]
+    episodes = EpisodeFact.objects.filter(fact=fact).select_related("episode").order_by("-episode__started_at")[:30]
+    points = decay.curve_points(fact.memory_type, days=max(30, int(decay.age_days(fact.last_mentioned_at) * 2) + 30))
+    return {
+        "fact": fact,
+        "history": history,
+        "conflicts": list(conflicts_of(ids)),
+        "sources": list(fact.source_observations.all()),
+        "episodes": list(episodes),
+        "curve": decay_svg(points, decay.age_days(fact.last_mentioned_at)),
+        "decay_now": decay.weight_at(fact.memory_type, fact.last_mentioned_at),
+    }
+
+
+def decay_svg(
+    points: list[tuple[float, float]], now_days: float, width: int = 360, height: int = 120
+) -> dict[str, Any]:
+    """Coordinates for a small inline SVG of the decay curve with "now" marked."""
+    max_days = points[-1][0] or 1.0
+
+    def xy(d: float, w: float) -> tuple[float, float]:
+        return round(10 + (width - 20) * d / max_days, 1), round(10 + (height - 30) * (1 - w), 1)
+
+    path = " ".join(f"{'M' if i == 0 else 'L'}{x},{y}" for i, (x, y) in enumerate(xy(d, w) for d, w in points))
+    now_weight = next((w for d, w in points if d >= now_days), points[-1][1])
+    nx, ny = xy(min(now_days, max_days), now_weight)
+    return {
+        "width": width,
+        "height": height,
+        "path": path,
+        "now_x": nx,
+        "now_y": ny,
+        "max_days": int(max_days),
+        "baseline": height - 20,
+    }
+
+
+def policies_page(user: Any, workspace: Workspace) -> dict[str, Any]:
+    domains = reviewable_domains(user, workspace)
+    policies = list(
+        Policy.objects.filter(workspace=workspace, domain__in=domains)
+        .select_related("domain__repo", "required_role")
+        .order_by("-active", "domain__name", "created_at")
+    )
+    for policy in policies:
+        policy.line = policy_line(policy)  # type: ignore[attr-defined]
+    return {"policies": policies, "budget": policy_budget(workspace)}
+
+
+def graph_data(
+    user: Any, workspace: Workspace, *, domain_id: int | None = None, q: str = "", limit: int = 120
+) -> dict[str, Any]:
+    """Nodes (facts, episodes) and edges (supersession, conflict, episode links) for Cytoscape."""
+    domains = reviewable_domains(user, workspace)
+    facts_qs = (
+        Fact.objects.filter(workspace=workspace, domain__in=domains).select_related("domain__repo").defer("embedding")
+    )
+    if domain_id:
+        facts_qs = facts_qs.filter(domain_id=domain_id)
+    if q.strip():
+        facts_qs = facts_qs.filter(search_vector=SearchQuery(q, config="english", search_type="websearch"))
+    facts = list(facts_qs.order_by("-last_mentioned_at")[:limit])
+    ids = {f.pk for f in facts}
+    nodes: list[dict[str, Any]] = [
+        {
+            "data": {
+                "id": f"f{f.pk}",
+                "label": f.content[:48],
+                "kind": "fact",
+                "status": f.status,
+                "superseded": f.superseded_by_id is not None,
+                "url": f"/memory/{workspace.slug}/facts/{f.pk}/",
+                "domain": f.domain.label,
+            }
+        }
+        for f in facts
+    ]
+    edges: list[dict[str, Any]] = []
+    for f in facts:
+        if f.superseded_by_id in ids:
+            edges.append(
+                {
+                    "data": {
+                        "id": f"s{f.pk}",
+                        "source": f"f{f.pk}",
+                        "target": f"f{f.superseded_by_id}",
+                        "kind": "supersedes",
+                    }
+                }
+            )
+    for c in Conflict.objects.filter(Q(winner_id__in=ids) & Q(loser_id__in=ids)):
+        edges.append(
+            {"data": {"id": f"c{c.pk}", "source": f"f{c.loser_id}", "target": f"f{c.winner_id}", "kind": "conflict"}}
+        )
+    links = list(EpisodeFact.objects.filter(fact_id__in=ids, relation="written").select_related("episode")[:400])
+    seen_episodes: set[int] = set()
+    for link in links:
+        if link.episode_id not in seen_episodes:
+            seen_episodes.add(link.episode_id)
+            nodes.append(
+                {
+                    "data": {
+                        "id": f"e{link.episode_id}",
+                        "label": f"{link.episode.kind}: {link.episode.title[:32]}",
+                        "kind": "episode",
+                    }
+                }
+            )
+        edges.append(
+            {
+                "data": {
+                    "id": f"l{link.pk}",
+                    "source": f"e{link.episode_id}",
+                    "target": f"f{link.fact_id}",
+                    "kind": "episode",
+                }
+            }
+        )
+    return {"nodes": nodes, "edges": edges}

@@ -1,0 +1,137 @@
+"""The review queue: everything waiting for a person, in one list, limited to the domains the
+person may review (review.access). Remember reviews are scoped by workspace membership."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db.models import Q
+from django.utils import timezone
+
+from memory.models import Candidate, Conflict, Fact, Workspace
+from review.access import reviewable_domain_ids
+from review.models import RememberReview
+
+KINDS = {
+    "remember": "Remember review",
+    "candidate": "Candidate needing approval",
+    "conflict": "Conflict lost by a human-stated fact",
+    "challenged": "Challenged fact",
+}
+
+
+@dataclass
+class QueueEntry:
+    kind: str
+    key: str  # "<kind>-<pk>", stable id for the page
+    title: str
+    workspace: Workspace
+    domain_label: str
+    created_at: datetime
+    obj: Any
+
+    @property
+    def kind_label(self) -> str:
+        return KINDS[self.kind]
+
+
+def queue(user: Any, params: dict[str, str], *, limit: int = 200) -> tuple[list[QueueEntry], dict[str, int]]:
+    """Entries filtered by workspace, domain, kind and age, newest (default) or oldest first, and
+    the count of each kind. A bounded number of queries whatever the queue's length."""
+    domain_ids = reviewable_domain_ids(user)
+    workspaces = Workspace.objects.for_user(user)
+    if params.get("workspace"):
+        workspaces = workspaces.filter(slug=params["workspace"])
+    if params.get("domain", "").isdigit():
+        domain_ids &= {int(params["domain"])}
+    since = None
+    if params.get("age", "").isdigit():
+        since = timezone.now() - timedelta(days=int(params["age"]))
+    kinds = [params["kind"]] if params.get("kind") in KINDS else list(KINDS)
+
+    entries: list[QueueEntry] = []
+    if "remember" in kinds and not params.get("domain"):
+        reviews = RememberReview.objects.filter(status="pending", workspace__in=workspaces).select_related(
+            "workspace", "agent", "repo"
+        )
+        if since:
+            reviews = reviews.filter(created_at__lt=since)
+        entries += [
+            QueueEntry(
+                "remember",
+                f"remember-{r.pk}",
+                f"{r.agent.name if r.agent else 'agent'}: session {r.session_id}",
+                r.workspace,
+                r.repo.slug if r.repo else "",
+                r.created_at,
+                r,
+            )
+            for r in reviews[:limit]
+        ]
+    if "candidate" in kinds:
+        candidates = (
+            Candidate.objects.open()
+            .filter(
+                workspace__in=workspaces,
+                domain_id__in=domain_ids,
+                requires_human_review=True,
+                human_approved_at__isnull=True,
+            )
+            .exclude(promotion_status__in=["blocked", "harness_fix"])
+            .select_related("workspace", "domain__repo")
+        )
+        if since:
+            candidates = candidates.filter(created_at__lt=since)
+        entries += [
+            QueueEntry(
+                "candidate", f"candidate-{c.pk}", c.proposed_memory[:120], c.workspace, c.domain.label, c.created_at, c
+            )
+            for c in candidates[:limit]
+        ]
+    if "conflict" in kinds:
+        conflicts = Conflict.objects.filter(
+            workspace__in=workspaces, domain_id__in=domain_ids, reviewed_at__isnull=True, loser__veracity="human_stated"
+        ).select_related("workspace", "domain__repo", "winner", "loser")
+        if since:
+            conflicts = conflicts.filter(detected_at__lt=since)
+        entries += [
+            QueueEntry(
+                "conflict", f"conflict-{c.pk}", c.winner.content[:120], c.workspace, c.domain.label, c.detected_at, c
+            )
+            for c in conflicts[:limit]
+        ]
+    if "challenged" in kinds:
+        facts = (
+            Fact.objects.filter(
+                workspace__in=workspaces, domain_id__in=domain_ids, status="challenged", superseded_by__isnull=True
+            )
+            .select_related("workspace", "domain__repo")
+            .defer("embedding", "search_vector")
+        )
+        if since:
+            facts = facts.filter(status_changed_at__lt=since)
+        entries += [
+            QueueEntry(
+                "challenged", f"challenged-{f.pk}", f.content[:120], f.workspace, f.domain.label, f.status_changed_at, f
+            )
+            for f in facts[:limit]
+        ]
+    counts = {kind: sum(1 for e in entries if e.kind == kind) for kind in KINDS}
+    entries.sort(key=lambda e: e.created_at, reverse=params.get("order") != "oldest")
+    return entries, counts
+
+
+def live_rivals(candidate_or_fact: Candidate | Fact) -> list[Fact]:
+    """The live facts on the same domain and topic: what a promotion would supersede or contradict."""
+    qs = Fact.objects.filter(domain_id=candidate_or_fact.domain_id, topic=candidate_or_fact.topic).live()
+    if isinstance(candidate_or_fact, Fact):
+        qs = qs.exclude(pk=candidate_or_fact.pk)
+    return list(qs.filter(~Q(status="archived")).defer("embedding", "search_vector").order_by("-created_at")[:5])
+
+
+def entry_for(user: Any, kind: str, pk: int) -> QueueEntry | None:
+    """One entry, if it is in the person's queue (else None: answered as not found)."""
+    entries, _ = queue(user, {"kind": kind})
+    return next((e for e in entries if e.obj.pk == pk), None)

@@ -1,0 +1,203 @@
+"""Governance pages: the grants matrix and the memory browser (facts, policies, knowledge graph).
+
+Partials are named inside their page templates (django-template-partials); htmx requests get
+the partial, full requests the page. Writes call memory services with the person as actor."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from memory.actors import Actor
+from memory.errors import EngramError
+from memory.models import FactStatus, GrantLevel, MemoryType, Policy, Veracity
+from memory.services.facts import supersede_fact
+from memory.services.lifecycle import archive_fact
+from memory.services.policies import activate_policy, deactivate_policy, supersede_policy
+from memory.services.tenancy import set_grant
+from review import selectors_pages as pages
+from review.access import is_workspace_admin, reviewable_domains, workspace_for
+
+
+def _template(request: HttpRequest, name: str, partial: str) -> str:
+    return f"{name}#{partial}" if request.htmx and not request.htmx.boosted else name  # type: ignore[attr-defined]
+
+
+# --- Grants matrix ------------------------------------------------------------------------
+@login_required
+def grants(request: HttpRequest, slug: str) -> HttpResponse:
+    workspace = workspace_for(request.user, slug)
+    roles, domains, cells = pages.grants_matrix(workspace)
+    rows = [(role, [cells[(role.pk, d.pk)] for d in domains]) for role in roles]
+    return render(
+        request,
+        "review/grants.html",
+        {
+            "workspace": workspace,
+            "domains": domains,
+            "rows": rows,
+            "levels": GrantLevel.values,
+            "can_edit": is_workspace_admin(request.user, workspace),
+            "changes": pages.recent_grant_changes(workspace),
+        },
+    )
+
+
+@login_required
+@require_POST
+def grant_set(request: HttpRequest, slug: str) -> HttpResponse:
+    """One click: set a cell's level. Only workspace admins; audited by the service."""
+    workspace = workspace_for(request.user, slug)
+    if not is_workspace_admin(request.user, workspace):
+        return HttpResponseForbidden("Only workspace admins change grants.")
+    try:
+        cell = pages.grant_cell(workspace, int(request.POST["role"]), int(request.POST["domain"]))
+        set_grant(role=cell.role, domain=cell.domain, level=request.POST["level"], by=Actor.of_user(request.user))
+    except (KeyError, ValueError, EngramError) as exc:
+        return HttpResponse(f"Could not change the grant: {exc}", status=400)
+    except (pages.Role.DoesNotExist, pages.MemoryDomain.DoesNotExist):
+        raise Http404("No such role or domain.") from None
+    cell = pages.grant_cell(workspace, cell.role.pk, cell.domain.pk)
+    response = render(
+        request,
+        "review/grants.html#cell",
+        {"cell": cell, "levels": GrantLevel.values, "can_edit": True, "workspace": workspace},
+    )
+    response["HX-Trigger"] = "grant-changed"
+    return response
+
+
+@login_required
+def grant_changes(request: HttpRequest, slug: str) -> HttpResponse:
+    workspace = workspace_for(request.user, slug)
+    return render(
+        request,
+        "review/grants.html#changes",
+        {"workspace": workspace, "changes": pages.recent_grant_changes(workspace)},
+    )
+
+
+# --- Memory browser: facts ------------------------------------------------------------------
+@login_required
+def browser(request: HttpRequest, slug: str) -> HttpResponse:
+    workspace = workspace_for(request.user, slug)
+    qs, extra = pages.browse_facts(request.user, workspace, request.GET.dict())
+    page = Paginator(qs, pages.PAGE_SIZE).get_page(request.GET.get("page"))
+    facts = pages.with_decay(list(page.object_list))
+    context = {
+        "workspace": workspace,
+        "tab": "facts",
+        "facts": facts,
+        "page": page,
+        "params": request.GET,
+        "domains": extra["domains"],
+        "memory_types": MemoryType.values,
+        "veracities": Veracity.values,
+        "statuses": FactStatus.values,
+    }
+    return render(request, _template(request, "review/browser.html", "results"), context)
+
+
+@login_required
+def fact_detail(request: HttpRequest, slug: str, fact_id: int) -> HttpResponse:
+    workspace = workspace_for(request.user, slug)
+    context = {"workspace": workspace, "tab": "facts", **pages.fact_page(request.user, workspace, fact_id)}
+    return render(request, "review/fact.html", context)
+
+
+@login_required
+@require_POST
+def fact_supersede(request: HttpRequest, slug: str, fact_id: int) -> HttpResponse:
+    """Edit = supersede with a reason, stated by a person (human_stated)."""
+    workspace = workspace_for(request.user, slug)
+    fact = pages.fact_page(request.user, workspace, fact_id)["fact"]
+    try:
+        new = supersede_fact(
+            fact=fact,
+            by=Actor.of_user(request.user),
+            content=request.POST.get("content", ""),
+            reason=request.POST.get("reason", ""),
+        )
+    except EngramError as exc:
+        messages.error(request, exc.detail)
+        return redirect("review:fact", slug=slug, fact_id=fact_id)
+    messages.success(request, f"Fact {fact_id} was superseded by fact {new.pk}.")
+    return redirect("review:fact", slug=slug, fact_id=new.pk)
+
+
+@login_required
+@require_POST
+def fact_archive(request: HttpRequest, slug: str, fact_id: int) -> HttpResponse:
+    workspace = workspace_for(request.user, slug)
+    fact = pages.fact_page(request.user, workspace, fact_id)["fact"]
+    archive_fact(fact=fact, by=Actor.of_user(request.user))
+    messages.success(request, f"Fact {fact_id} was archived: it is kept, and never recalled again.")
+    return redirect("review:fact", slug=slug, fact_id=fact_id)
+
+
+# --- Memory browser: policies ----------------------------------------------------------------
+@login_required
+def policies(request: HttpRequest, slug: str) -> HttpResponse:
+    workspace = workspace_for(request.user, slug)
+    context = {"workspace": workspace, "tab": "policies", **pages.policies_page(request.user, workspace)}
+    return render(request, _template(request, "review/policies.html", "list"), context)
+
+
+@login_required
+@require_POST
+def policy_action(request: HttpRequest, slug: str, policy_id: int) -> HttpResponse:
+    workspace = workspace_for(request.user, slug)
+    policy = (
+        Policy.objects.filter(workspace=workspace, domain__in=reviewable_domains(request.user, workspace), pk=policy_id)
+        .select_related("domain")
+        .first()
+    )
+    if policy is None:
+        raise Http404("No such policy.")
+    by = Actor.of_user(request.user)
+    action = request.POST.get("action")
+    try:
+        if action == "activate":
+            activate_policy(policy=policy, by=by)
+        elif action == "deactivate":
+            deactivate_policy(policy=policy, by=by)
+        elif action == "supersede":
+            supersede_policy(
+                policy=policy, rule=request.POST.get("rule", ""), reason=request.POST.get("reason", ""), by=by
+            )
+        else:
+            return HttpResponse("Unknown action.", status=400)
+    except EngramError as exc:
+        messages.error(request, exc.detail)
+    context = {"workspace": workspace, "tab": "policies", **pages.policies_page(request.user, workspace)}
+    return render(request, _template(request, "review/policies.html", "list"), context)
+
+
+# --- Knowledge graph ----------------------------------------------------------------------
+@login_required
+def graph(request: HttpRequest, slug: str) -> HttpResponse:
+    workspace = workspace_for(request.user, slug)
+    return render(
+        request,
+        "review/graph.html",
+        {
+            "workspace": workspace,
+            "tab": "graph",
+            "params": request.GET,
+            "domains": reviewable_domains(request.user, workspace),
+        },
+    )
+
+
+@login_required
+def graph_json(request: HttpRequest, slug: str) -> JsonResponse:
+    workspace = workspace_for(request.user, slug)
+    domain = request.GET.get("domain", "")
+    data = pages.graph_data(
+        request.user, workspace, domain_id=int(domain) if domain.isdigit() else None, q=request.GET.get("q", "")
+    )
+    return JsonResponse(data)

@@ -1,0 +1,118 @@
+"""The review queue (`/review/`): one list of everything waiting for a person, a detail with
+diffs and the evidence, and decisions taken in place with htmx."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_POST
+
+from memory.actors import Actor
+from memory.errors import EngramError
+from memory.models import Workspace
+from memory.services import promotion
+from memory.services.conflicts import review_conflict
+from memory.services.lifecycle import deprecate_fact, revalidate_fact
+from review.diff import render_inline, render_side_by_side
+from review.selectors_queue import KINDS, entry_for, live_rivals, queue
+
+
+def _queue_context(request: HttpRequest) -> dict:
+    params = request.GET.dict() if request.method == "GET" else request.POST.dict()
+    entries, counts = queue(request.user, params)
+    return {
+        "entries": entries,
+        "counts": counts,
+        "params": params,
+        "kinds": KINDS,
+        "workspaces": Workspace.objects.for_user(request.user),
+    }
+
+
+@login_required
+def queue_page(request: HttpRequest) -> HttpResponse:
+    name = "review/queue.html#queue" if request.htmx and not request.htmx.boosted else "review/queue.html"  # type: ignore[attr-defined]
+    return render(request, name, _queue_context(request))
+
+
+def _detail_context(request: HttpRequest, kind: str, pk: int) -> dict:
+    entry = entry_for(request.user, kind, pk)
+    if entry is None:
+        raise Http404("Not in your queue.")
+    context: dict = {"entry": entry}
+    if kind == "candidate":
+        candidate = entry.obj
+        context["gates"] = promotion.compute_gates(candidate)
+        context["rivals"] = [
+            (
+                f,
+                render_inline(f.content, candidate.proposed_memory),
+                render_side_by_side(f.content, candidate.proposed_memory),
+            )
+            for f in live_rivals(candidate)
+        ]
+        context["replays"] = list(candidate.replays.order_by("-created_at")[:5])
+    elif kind == "conflict":
+        conflict = entry.obj
+        context["diff"] = render_inline(conflict.loser.content, conflict.winner.content)
+        context["side"] = render_side_by_side(conflict.loser.content, conflict.winner.content)
+    elif kind == "challenged":
+        context["rivals"] = [(f, render_inline(entry.obj.content, f.content), None) for f in live_rivals(entry.obj)]
+    return context
+
+
+@login_required
+def queue_detail(request: HttpRequest, kind: str, pk: str) -> HttpResponse:
+    return render(request, "review/queue_detail.html", _detail_context(request, kind, int(pk)))
+
+
+@login_required
+@require_POST
+def queue_decide(request: HttpRequest, kind: str, pk: str) -> HttpResponse:
+    """approve / edit-and-approve / deny (candidates), keep / restore (conflicts), revalidate /
+    deprecate (challenged facts). Answers the refreshed detail; the queue reloads on the trigger."""
+    entry = entry_for(request.user, kind, int(pk))
+    if entry is None:
+        raise Http404("Not in your queue (decided meanwhile, or not yours to decide).")
+    by = Actor.of_user(request.user)
+    action, reason = request.POST.get("action", ""), request.POST.get("reason", "").strip()
+    message = ""
+    try:
+        if kind == "candidate" and action in {"approve", "edit_approve"}:
+            if action == "edit_approve":
+                promotion.revise_candidate(candidate=entry.obj, by=by, proposed_memory=request.POST.get("text", ""))
+            promotion.approve_candidate(candidate=entry.obj, by=by, note=reason)
+            decision = promotion.promote(candidate=entry.obj, by=by, write=True)
+            message = (
+                f"Approved and promoted: fact #{decision.fact_id}."
+                if decision.fact_id
+                else "Approved; promotion still waits on: " + ", ".join(promotion.failing(decision.scorecard))
+            )
+        elif kind == "candidate" and action == "deny":
+            if not reason:
+                raise EngramError("Say why you deny it: the agent learns from the reason.", code="reason_required")
+            promotion.deny(candidate=entry.obj, by=by, reason=reason)
+            message = "Denied."
+        elif kind == "conflict" and action in {"keep", "restore"}:
+            restored = review_conflict(conflict=entry.obj, by=by, restore_loser=action == "restore", reason=reason)
+            message = f"Restored as fact #{restored.pk}." if restored else "Decision kept."
+        elif kind == "challenged" and action == "revalidate":
+            revalidate_fact(fact=entry.obj, by=by, validated_by="human", note=reason)
+            message = "Revalidated: the fact is active again."
+        elif kind == "challenged" and action == "deprecate":
+            deprecate_fact(fact=entry.obj, by=by, reason=reason)
+            message = "Deprecated: it leaves recall."
+        else:
+            return HttpResponse("Unknown action for this item.", status=400)
+    except EngramError as exc:
+        response = render(
+            request,
+            "review/queue_detail.html",
+            {"entry": entry, "error": exc.detail},
+            status=409 if exc.status == 409 else 422,
+        )
+        return response
+    response = render(request, "review/queue_detail.html", {"entry": None, "done": message})
+    response["HX-Trigger"] = "queue-changed"
+    return response

@@ -1,0 +1,203 @@
+"""The remember review page (SPEC §8): a person reviews what an agent's remember sub-agent
+nominated while the agent waits.
+
+Every edit is saved at once through review.services (a refresh loses nothing). POST handlers
+answer with the updated partial of the page template; when the review was resolved meanwhile
+(e.g. by another reviewer) they answer 409 with the whole review partial and a message, which
+htmx swaps in place (see the `htmx-config` meta tag in base.html).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils.http import content_disposition_header
+from django.views.decorators.http import require_GET, require_POST
+
+from memory.actors import Actor
+from memory.errors import InvalidInput
+from review import selectors
+from review import services as review_services
+from review.errors import ReviewAlreadyResolved, ReviewNotFound
+from review.models import RememberLayer, RememberReview, ReviewItem
+
+TEMPLATE = "review/remember_review.html"
+
+
+def _template(request: HttpRequest, partial: str) -> str:
+    htmx = getattr(request, "htmx", None)
+    return f"{TEMPLATE}#{partial}" if htmx and not htmx.boosted else TEMPLATE
+
+
+def _review_or_404(request: HttpRequest, review_id: int) -> RememberReview:
+    try:
+        return selectors.review_for_user(request.user, review_id)
+    except ReviewNotFound:
+        raise Http404("No such remember review.") from None
+
+
+def _item_or_404(request: HttpRequest, review_id: int, item_id: int) -> ReviewItem:
+    try:
+        return selectors.item_for_user(request.user, review_id, item_id)
+    except ReviewNotFound:
+        raise Http404("No such item.") from None
+
+
+def _targets(review: RememberReview) -> dict[str, str]:
+    return {
+        layer.value: review_services.target_label(workspace_id=review.workspace_id, layer=layer.value, repo=review.repo)
+        for layer in RememberLayer
+    }
+
+
+def _annotate(item: ReviewItem, targets: dict[str, str]) -> ReviewItem:
+    item.target_label = targets[item.layer]  # type: ignore[attr-defined]
+    return item
+
+
+def _page_context(review: RememberReview, **extra: Any) -> dict[str, Any]:
+    targets = _targets(review)
+    groups = selectors.items_by_layer(review)
+    for group in groups:
+        for item in group.items:
+            _annotate(item, targets)
+    return {
+        "review": review,
+        "groups": groups,
+        "layers": RememberLayer.values,
+        "item_count": sum(len(g.items) for g in groups),
+        **extra,
+    }
+
+
+def _render_review(request: HttpRequest, review: RememberReview, *, status: int = 200, **extra: Any) -> HttpResponse:
+    review = selectors.review_for_user(request.user, review.pk)  # fresh state after a write
+    response = render(request, _template(request, "review"), _page_context(review, **extra), status=status)
+    if status == 409:
+        # An item form targets its own status line; a resolved review replaces the whole card.
+        response["HX-Retarget"] = "#remember-review"
+        response["HX-Reswap"] = "outerHTML"
+    return response
+
+
+def _conflict_message(exc: ReviewAlreadyResolved, review: RememberReview) -> str:
+    fresh = selectors.current_state(review.pk)
+    who = fresh.resolved_by.get_username() if fresh and fresh.resolved_by else "someone else"
+    when = fresh.resolved_at.strftime("%Y-%m-%d %H:%M UTC") if fresh and fresh.resolved_at else ""
+    return (
+        f"This review was already {exc.status_name} by {who}{f' at {when}' if when else ''}. "
+        "Nothing was changed by your action; the page now shows the outcome."
+    )
+
+
+def _item_values(request: HttpRequest, item: ReviewItem) -> dict[str, Any] | None:
+    """The values of one item's form in a POST, or None when the form was not part of it."""
+    prefix = f"item-{item.pk}-"
+    if request.POST.get(prefix + "present") != "1":
+        return None
+    values: dict[str, Any] = {"selected": request.POST.get(prefix + "selected") == "1"}
+    for key in ("layer", "rationale", "content"):
+        if prefix + key in request.POST:
+            values[key] = request.POST[prefix + key]
+    return values
+
+
+@login_required
+@require_GET
+def remember_review(request: HttpRequest, review_id: int) -> HttpResponse:
+    review = _review_or_404(request, review_id)
+    return render(request, TEMPLATE, _page_context(review))
+
+
+@login_required
+@require_POST
+def remember_item(request: HttpRequest, review_id: int, item_id: int) -> HttpResponse:
+    """Save one item's selection and overrides; answer with its status line (diff included)."""
+    item = _item_or_404(request, review_id, item_id)
+    values = _item_values(request, item) or {}
+    errors: dict[str, Any] = {}
+    try:
+        item = review_services.update_item(item=item, by=Actor.of_user(request.user), **values)
+        saved = True
+    except ReviewAlreadyResolved as exc:
+        return _render_review(request, item.review, status=409, conflict_message=_conflict_message(exc, item.review))
+    except InvalidInput as exc:
+        errors, saved = exc.fields, False
+        item.refresh_from_db()
+    item.review = selectors.review_for_user(request.user, review_id)
+    _annotate(item, _targets(item.review))
+    context = {"review": item.review, "item": item, "saved": saved, "errors": errors, "layers": RememberLayer.values}
+    return render(request, f"{TEMPLATE}#item_status", context, status=422 if errors else 200)
+
+
+@login_required
+@require_POST
+def remember_note(request: HttpRequest, review_id: int) -> HttpResponse:
+    """Save the reviewer's note to the agent as it is typed."""
+    review = _review_or_404(request, review_id)
+    try:
+        review = review_services.set_reviewer_note(
+            review=review, by=Actor.of_user(request.user), note=request.POST.get("reviewer_note", "")
+        )
+    except ReviewAlreadyResolved as exc:
+        return _render_review(request, review, status=409, conflict_message=_conflict_message(exc, review))
+    except InvalidInput as exc:
+        return render(request, f"{TEMPLATE}#note_status", {"review": review, "errors": exc.fields}, status=422)
+    return render(request, f"{TEMPLATE}#note_status", {"review": review, "saved": True})
+
+
+def _save_included_items(request: HttpRequest, review: RememberReview, by: Actor) -> None:
+    """Apply the item forms sent along with Approve/Reject, so an edit typed a moment before
+    the click is not lost to a race with its own autosave."""
+    for item in review.items.order_by("order"):
+        values = _item_values(request, item)
+        if values is not None:
+            item.review = review
+            review_services.update_item(item=item, by=by, **values)
+    if "reviewer_note" in request.POST:
+        review_services.set_reviewer_note(review=review, by=by, note=request.POST["reviewer_note"])
+
+
+def _decide(request: HttpRequest, review_id: int, *, approve: bool) -> HttpResponse:
+    review = _review_or_404(request, review_id)
+    by = Actor.of_user(request.user)
+    try:
+        _save_included_items(request, review, by)
+        if approve:
+            review_services.approve_review(review=review, by=by)
+        else:
+            review_services.reject_review(review=review, by=by)
+    except ReviewAlreadyResolved as exc:
+        return _render_review(request, review, status=409, conflict_message=_conflict_message(exc, review))
+    except InvalidInput as exc:
+        return _render_review(request, review, status=422, error_message=exc.detail, error_fields=exc.fields)
+    return _render_review(request, review, just_resolved=True)
+
+
+@login_required
+@require_POST
+def remember_approve(request: HttpRequest, review_id: int) -> HttpResponse:
+    return _decide(request, review_id, approve=True)
+
+
+@login_required
+@require_POST
+def remember_reject(request: HttpRequest, review_id: int) -> HttpResponse:
+    return _decide(request, review_id, approve=False)
+
+
+@login_required
+@require_GET
+def remember_item_file(request: HttpRequest, review_id: int, item_id: int) -> HttpResponse:
+    """The uploaded file text, as a download (or shown in the browser with `?inline=1`)."""
+    item = _item_or_404(request, review_id, item_id)
+    filename = posixpath.basename(item.path.replace("\\", "/")) or "file.txt"
+    response = HttpResponse(item.file_text, content_type="text/plain; charset=utf-8")
+    disposition = content_disposition_header(as_attachment=request.GET.get("inline") != "1", filename=filename)
+    response["Content-Disposition"] = disposition or "attachment"
+    response["X-Content-Type-Options"] = "nosniff"
+    return response

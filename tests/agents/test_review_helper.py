@@ -1,0 +1,61 @@
+"""agents.review_helper against a real server: submit, long-poll woken by a decision, consume."""
+
+import threading
+import time
+
+import pytest
+
+from agents.review_helper import ReviewAPIError, ReviewClient, ReviewTimeout, final_answer_note
+from memory.actors import Actor
+from review.models import RememberReview
+from review.services import reject_review
+from tests.review.samples import FILES, OUTPUT
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_the_long_poll_returns_as_soon_as_a_person_decides_then_consumes(world, live_server):
+    client = ReviewClient(live_server.url, world.coder.plain_key)
+    result = {}
+
+    def runtime():
+        result["outcome"] = client.remember_with_review(
+            session_id="t",
+            output=OUTPUT,
+            files=FILES,
+            repo="web",
+            timeout=60,
+            on_submitted=result.setdefault("sub", {}).update,
+        )
+
+    thread = threading.Thread(target=runtime)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not RememberReview.objects.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1)  # the runtime is now inside its long-poll
+    decided_at = time.monotonic()
+    reject_review(review=RememberReview.objects.get(), by=Actor.of_user(world.reviewer), reviewer_note="Not now.")
+    thread.join(timeout=30)
+    assert time.monotonic() - decided_at < 5  # woken by the decision, not by the 30 s timeout
+    outcome = result["outcome"]
+    assert outcome.status == "consumed" and outcome.approved is False and outcome.stored_ids == []
+    assert outcome.review_url.endswith(f"/review/remember/{outcome.id}/")
+    assert "Not now." in final_answer_note(outcome)
+    assert RememberReview.objects.get().status == "consumed"
+
+
+def test_errors_carry_the_api_code_and_wait_can_time_out(world, live_server):
+    client = ReviewClient(live_server.url, world.coder.plain_key)
+    with pytest.raises(ReviewAPIError) as err:
+        client.submit(session_id="t", output="nothing here")
+    assert err.value.status == 400 and err.value.code == "no_review_items"
+    review = client.submit(session_id="t", output=OUTPUT, files=FILES)
+    with pytest.raises(ReviewTimeout):
+        client.wait(review["id"], timeout=1)
+    with pytest.raises(ReviewAPIError) as err:
+        client.consume(review["id"])
+    assert err.value.status == 409 and err.value.code == "review_pending"
+    with pytest.raises(ReviewAPIError) as err:
+        ReviewClient(live_server.url, "engram_wrong").get(review["id"])
+    assert err.value.status == 401
