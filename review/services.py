@@ -66,10 +66,11 @@ def note_max_chars() -> int:
 
 # --- Access ------------------------------------------------------------------------------------
 def check_access(review: RememberReview, by: Actor) -> None:
-    """Agents act within their workspace, people within their memberships (superusers anywhere).
-    Anything else is reported as not found, like the pages and the API do."""
+    """An agent acts on its own reviews only (they carry its session's files), people within
+    their memberships (superusers anywhere). Anything else is reported as not found, like the
+    pages and the API do (`RememberReview.objects.for_agent` / `for_user`)."""
     if by.agent is not None:
-        if by.agent.workspace_id != review.workspace_id:
+        if by.agent.workspace_id != review.workspace_id or by.agent.pk != review.agent_id:
             raise ReviewNotFound(review.pk)
         return
     user = by.user

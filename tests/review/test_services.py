@@ -259,7 +259,13 @@ def test_consume_follows_pending_approved_consumed_and_nothing_else(world):
 
 def test_a_rejected_review_is_consumed_too(world):
     review = reject_review(review=_submit(world), by=_by(world.reviewer))
-    assert consume_review(review=review, by=Actor.of_agent(world.planner)).status == "consumed"
+    assert consume_review(review=review, by=Actor.of_agent(world.coder)).status == "consumed"
+
+
+def test_another_agent_of_the_workspace_cannot_consume_a_review_it_did_not_submit(world):
+    review = reject_review(review=_submit(world), by=_by(world.reviewer))
+    with pytest.raises(ReviewNotFound):
+        consume_review(review=review, by=Actor.of_agent(world.planner))
 
 
 def test_an_agent_of_another_workspace_cannot_consume(world):
