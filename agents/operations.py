@@ -21,7 +21,7 @@ from agents import runs as run_services
 from agents.api import serializers as s
 from agents.api import serializers_candidates as sc
 from agents.api import serializers_runs as sr
-from agents.api.views import validated
+from agents.api.inputs import validated
 from agents.models import Agent
 from agents.selectors_runs import bank_of, run_for_agent
 from memory import selectors

@@ -11,12 +11,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from agents import operations
 from agents.api import serializers as s
+from agents.api.inputs import validated
 from agents.models import Agent
 from memory import selectors
 from memory.actors import Actor
-from memory.search.hybrid import search_memory
-from memory.search.preamble import build_preamble
 from memory.services import facts as fact_services
 from memory.services import hot as hot_services
 
@@ -29,10 +29,8 @@ def agent_of(request: Request) -> Agent:
     return agent
 
 
-def validated(serializer_class: type[s.serializers.Serializer], data: Any) -> dict[str, Any]:
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
+def _answer(result: operations.Result) -> Response:
+    return Response(result.body, status=result.status)
 
 
 class MeView(APIView):
@@ -59,31 +57,7 @@ class FactListView(APIView):
     @extend_schema(request=s.FactProposeIn, responses={201: s.ProposalOut, **ERRORS}, operation_id="propose_fact")
     def post(self, request: Request) -> Response:
         """propose_fact: write through re-mention and conflict detection (SPEC §3)."""
-        agent = agent_of(request)
-        data = validated(s.FactProposeIn, request.data)
-        domain = selectors.domain_for_agent(agent, domain=data["domain"], repo=data.get("repo"))
-        result = fact_services.propose_fact(
-            domain=domain,
-            data=fact_services.FactInput(
-                topic=data["topic"],
-                content=data["content"],
-                memory_type=data["memory_type"],
-                veracity=data["veracity"],
-                observed_at=data.get("observed_at"),
-                valid_until=data.get("valid_until"),
-                source_observation_ids=data.get("source_observation_ids") or [],
-                episode_id=data.get("episode_id"),
-            ),
-            by=Actor.of_agent(agent),
-        )
-        body = {
-            "fact": s.FactOut(result.fact).data,
-            "outcome": result.outcome,
-            "conflict_id": result.conflict.pk if result.conflict else None,
-            "similarity": round(result.similarity, 4) if result.similarity is not None else None,
-            "compared_with": result.compared_with,
-        }
-        return Response(body, status=status.HTTP_201_CREATED)
+        return _answer(operations.propose_fact(agent_of(request), request.data))
 
 
 class FactDetailView(APIView):
@@ -105,14 +79,7 @@ class FactSupersedeView(APIView):
     )
     def post(self, request: Request, fact_id: int) -> Response:
         """supersede_fact: replace a live fact with a new version and a reason; 409 if already replaced."""
-        agent = agent_of(request)
-        data = validated(s.FactSupersedeIn, request.data)
-        fact = selectors.fact_for_agent(agent, fact_id)
-        new = fact_services.supersede_fact(
-            fact=fact, by=Actor.of_agent(agent), content=data["content"], reason=data["reason"]
-        )
-        new = selectors.fact_for_agent(agent, new.pk)
-        return Response(s.FactOut(new).data, status=status.HTTP_201_CREATED)
+        return _answer(operations.supersede_fact(agent_of(request), fact_id, request.data))
 
 
 class EpisodeCreateView(APIView):
@@ -197,28 +164,11 @@ class PreambleView(APIView):
     @extend_schema(request=s.PreambleIn, responses={200: s.PreambleOut, **ERRORS}, operation_id="get_preamble")
     def post(self, request: Request) -> Response:
         """The dispatch preamble (SPEC §5): policies, working memory, up to 5 keyword facts, closing line."""
-        data = validated(s.PreambleIn, request.data)
-        preamble = build_preamble(agent=agent_of(request), task=data["task"], repo=data.get("repo"))
-        return Response(s.PreambleOut(preamble).data)
+        return _answer(operations.get_preamble(agent_of(request), request.data))
 
 
 class SearchView(APIView):
     @extend_schema(request=s.SearchIn, responses={200: s.SearchOut, **ERRORS}, operation_id="search_memory")
     def post(self, request: Request) -> Response:
         """search_memory (SPEC §6): keyword, semantic or the four-voice hybrid (default)."""
-        agent = agent_of(request)
-        data = validated(s.SearchIn, request.data)
-        domain = (
-            selectors.domain_for_agent(agent, domain=data["domain"], repo=data.get("repo"))
-            if data.get("domain")
-            else None
-        )
-        result = search_memory(
-            agent=agent,
-            query=data["query"],
-            mode=data["mode"],
-            repo=data.get("repo"),
-            domain_id=domain.pk if domain else None,
-            limit=data["limit"],
-        )
-        return Response(s.SearchOut(result).data)
+        return _answer(operations.search(agent_of(request), request.data))

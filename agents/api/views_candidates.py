@@ -18,8 +18,9 @@ from rest_framework.views import APIView
 
 from agents.api import serializers as s
 from agents.api import serializers_candidates as sc
+from agents.api.inputs import validated
 from agents.api.serializers import paginated
-from agents.api.views import agent_of, validated
+from agents.api.views import agent_of
 from agents.models import Agent
 from memory import selectors
 from memory.actors import Actor

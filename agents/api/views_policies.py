@@ -14,7 +14,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agents.api import serializers as s
-from agents.api.views import agent_of, validated
+from agents.api.inputs import validated
+from agents.api.views import agent_of
 from memory import selectors
 from memory.actors import Actor
 from memory.selectors_notes import notes_for

@@ -14,7 +14,8 @@ from rest_framework.views import APIView
 
 from agents.api import serializers as s
 from agents.api import serializers_reviews as rs
-from agents.api.views import agent_of, validated
+from agents.api.inputs import validated
+from agents.api.views import agent_of
 from memory.actors import Actor
 from review import selectors
 from review import services as review_services
