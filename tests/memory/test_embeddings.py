@@ -55,3 +55,32 @@ def test_reindex_embeddings_backfills_missing_vectors_with_progress():
     out = io.StringIO()
     call_command("reindex_embeddings", stdout=out)
     assert "already" in out.getvalue()
+
+
+def test_onnx_and_torch_backends_compute_the_same_vectors(settings):
+    """The default onnxruntime backend runs the package's own weights: same tokenizer,
+    truncation, mean pooling and normalisation as sentence-transformers on torch."""
+    from memory.embeddings import OnnxEncoder, TorchEncoder
+
+    texts = [
+        "deploys: Production deploys happen on Tuesdays.",
+        "x",
+        "The payments-service uses idempotency keys (PAY-4471) and retries 3 times. " * 40,  # > 256 tokens
+        "Überprüfung der Caches — 東京 cache invalidation",
+    ]
+    onnx = OnnxEncoder(threads=1).encode(texts, batch_size=2)  # batches pad differently than one by one
+    reference = TorchEncoder(threads=1).encode(texts, batch_size=4)
+    assert onnx.shape == (4, DIMENSIONS)
+    assert (onnx * reference).sum(axis=1).min() > 0.99999
+    assert abs(float((onnx[0] ** 2).sum()) - 1.0) < 1e-5
+
+
+def test_onnx_export_is_made_once_and_reused(settings, tmp_path):
+    from memory import embeddings
+
+    settings.ENGRAM_HOME = tmp_path
+    first = embeddings.onnx_file()
+    made = first.stat().st_mtime_ns
+    assert first.parent == tmp_path / "models"
+    assert embeddings.onnx_file() == first and first.stat().st_mtime_ns == made
+    assert not list(first.parent.glob("*.tmp"))
