@@ -14,10 +14,11 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from memory.actors import Actor
-from memory.audit import record_event
+from memory.audit import record_event, record_events
 from memory.embeddings import cosine, embed_text, embed_texts, fact_text
 from memory.errors import FactNotLive, InvalidInput
 from memory.models import (
@@ -152,19 +153,7 @@ def _propose_locked(*, domain: MemoryDomain, data: FactInput, by: Actor, vector:
     episode = _check_episode(domain.workspace_id, data.episode_id)
     now = timezone.now()
     live = list(Fact.objects.select_for_update().filter(domain=domain, topic=data.topic).live().order_by("pk"))
-
-    best_same: tuple[float, Fact] | None = None
-    best_conflict: tuple[float, Fact] | None = None
-    for fact in live:
-        if fact.embedding is not None:
-            similarity = cosine(vector, list(fact.embedding))
-        else:
-            similarity = 1.0 if normalise(fact.content) == normalise(data.content) else 0.0
-        kind = classify_pair(similarity, data.content, fact.content)
-        if kind == PairKind.SAME and (best_same is None or similarity > best_same[0]):
-            best_same = (similarity, fact)
-        elif kind == PairKind.CONFLICT and (best_conflict is None or similarity > best_conflict[0]):
-            best_conflict = (similarity, fact)
+    best_same, best_conflict = _closest(vector, data.content, live)
 
     if best_same is not None:
         similarity, fact = best_same
@@ -172,25 +161,7 @@ def _propose_locked(*, domain: MemoryDomain, data: FactInput, by: Actor, vector:
         _link(fact, observations, episode)
         return ProposalResult(fact, Outcome.RE_MENTIONED, similarity=similarity, compared_with=fact.pk)
 
-    new = Fact(
-        workspace_id=domain.workspace_id,
-        domain=domain,
-        topic=data.topic,
-        content=data.content,
-        memory_type=data.memory_type,
-        veracity=data.veracity,
-        confidence=VERACITY_WEIGHT[data.veracity],
-        observed_at=data.observed_at or now,
-        valid_until=data.valid_until,
-        created_at=now,
-        last_mentioned_at=now,
-        status_changed_at=now,
-        embedding=vector,
-        embedded_at=now,
-        created_by_agent=by.agent,
-        created_by_user=by.user,
-        **data.extra,
-    )
+    new = _new_fact(domain, data, by, vector, now)
     if best_conflict is None:
         new.save()
         _link(new, observations, episode)
@@ -238,6 +209,48 @@ def _propose_locked(*, domain: MemoryDomain, data: FactInput, by: Actor, vector:
         loser.refresh_from_db(fields=["status", "status_changed_at"])
     outcome = Outcome.CONFLICT_WON if winner is new else Outcome.CONFLICT_LOST
     return ProposalResult(new, outcome, conflict=conflict, similarity=similarity, compared_with=old.pk)
+
+
+Match = tuple[float, Fact]
+
+
+def _closest(vector: list[float], content: str, live: Iterable[Fact]) -> tuple[Match | None, Match | None]:
+    """The most similar restatement and the most similar contradiction among live facts."""
+    best_same: Match | None = None
+    best_conflict: Match | None = None
+    for fact in live:
+        if fact.embedding is not None:
+            similarity = cosine(vector, list(fact.embedding))
+        else:
+            similarity = 1.0 if normalise(fact.content) == normalise(content) else 0.0
+        kind = classify_pair(similarity, content, fact.content)
+        if kind == PairKind.SAME and (best_same is None or similarity > best_same[0]):
+            best_same = (similarity, fact)
+        elif kind == PairKind.CONFLICT and (best_conflict is None or similarity > best_conflict[0]):
+            best_conflict = (similarity, fact)
+    return best_same, best_conflict
+
+
+def _new_fact(domain: MemoryDomain, data: FactInput, by: Actor, vector: list[float], now: datetime) -> Fact:
+    return Fact(
+        workspace_id=domain.workspace_id,
+        domain=domain,
+        topic=data.topic,
+        content=data.content,
+        memory_type=data.memory_type,
+        veracity=data.veracity,
+        confidence=VERACITY_WEIGHT[data.veracity],
+        observed_at=data.observed_at or now,
+        valid_until=data.valid_until,
+        created_at=now,
+        last_mentioned_at=now,
+        status_changed_at=now,
+        embedding=vector,
+        embedded_at=now,
+        created_by_agent=by.agent,
+        created_by_user=by.user,
+        **data.extra,
+    )
 
 
 def _re_mention(fact: Fact, data: FactInput, by: Actor, now: datetime) -> None:
@@ -375,36 +388,96 @@ class IngestItem:
 def ingest_facts(
     *, items: Sequence[IngestItem], by: Actor, batch_size: int = 64, progress: Any = None
 ) -> dict[str, int]:
-    """The batch path for importers: the same write path as propose_fact (conflict detection,
-    locks, audit), with embeddings computed in batches on a second thread while the previous
-    batch is written, so inference and database work overlap. Returns outcome counts."""
+    """The batch path for importers: the same rules as propose_fact (re-mention, conflicts,
+    locks, audit) with the same outcomes, in one transaction per batch. Embeddings are computed
+    on a second thread (the bulk encoder) while the previous batch is written, so inference and
+    database work overlap. Returns outcome counts."""
     import threading
     from queue import Queue
 
     for item in items:
         validate_fact_input(item.data)
     batches = [items[i : i + batch_size] for i in range(0, len(items), batch_size)]
-    ready: Queue[tuple[Sequence[IngestItem], list[list[float]]] | None] = Queue(maxsize=2)
+    ready: Queue[tuple[Sequence[IngestItem], list[list[float]]] | BaseException | None] = Queue(maxsize=8)
 
     def embedder() -> None:
-        for batch in batches:
-            ready.put(
-                (batch, embed_texts([fact_text(i.data.topic, i.data.content) for i in batch], batch_size=batch_size))
-            )
-        ready.put(None)
+        # Several batches embedded together sort into similar lengths and pad less; small model
+        # batches (32) beat large ones on CPU (measured: 64 → 124/s, 32 over 256 texts → 152/s).
+        try:
+            for first in range(0, len(batches), 4):
+                group = batches[first : first + 4]
+                texts = [fact_text(i.data.topic, i.data.content) for batch in group for i in batch]
+                vectors = embed_texts(texts, batch_size=32, bulk=True)
+                for batch in group:
+                    ready.put((batch, vectors[: len(batch)]))
+                    vectors = vectors[len(batch) :]
+            ready.put(None)
+        except BaseException as error:  # surfaced on the writing thread
+            ready.put(error)
 
     thread = threading.Thread(target=embedder, name="engram-ingest-embedder", daemon=True)
     thread.start()
     counts: dict[str, int] = {}
     while (next_batch := ready.get()) is not None:
+        if isinstance(next_batch, BaseException):
+            raise next_batch
         batch, vectors = next_batch
-        # One commit per batch (each fact a savepoint): a commit per fact spent most of the
-        # time waiting for the WAL flush. Items were validated up front.
-        with transaction.atomic():
-            for item, vector in zip(batch, vectors, strict=True):
-                result = _propose_locked(domain=item.domain, data=item.data, by=by, vector=vector)
-                counts[result.outcome] = counts.get(result.outcome, 0) + 1
+        for outcome in _ingest_batch(batch, vectors, by):
+            counts[outcome] = counts.get(outcome, 0) + 1
         if progress is not None:
             progress(len(batch))
     thread.join()
     return counts
+
+
+@transaction.atomic
+def _ingest_batch(batch: Sequence[IngestItem], vectors: list[list[float]], by: Actor) -> list[str]:
+    """One batch in one transaction: every domain+topic of the batch locked in a stable order
+    (one query), their live facts locked and read (one query), then each item compared in order
+    against them and against the batch's own earlier items. New facts without a match — the
+    common case of an import — are inserted together with their audit events (two queries); an
+    item that restates or contradicts something takes propose_fact's own path, row by row."""
+    keys = sorted({(item.domain.pk, item.data.topic) for item in batch})
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM unnest(%s::text[]) WITH ORDINALITY AS t(k, n) "
+            "ORDER BY n",
+            [[f"fact-topic:{domain_id}:{topic}" for domain_id, topic in keys]],
+        )
+    live: dict[tuple[int, str], list[Fact]] = {key: [] for key in keys}
+    if keys:
+        which = Q()
+        for domain_id, topic in keys:
+            which |= Q(domain_id=domain_id, topic=topic)
+        for fact in Fact.objects.select_for_update().live().filter(which).order_by("pk"):
+            live[(fact.domain_id, fact.topic)].append(fact)
+
+    pending: list[Fact] = []
+
+    def flush() -> None:
+        if not pending:
+            return
+        Fact.objects.bulk_create(pending)
+        record_events(
+            actor=by,
+            verb="fact.created",
+            events=[(fact.workspace_id, fact, {"domain": fact.domain.label, "topic": fact.topic}) for fact in pending],
+        )
+        pending.clear()
+
+    outcomes = []
+    now = timezone.now()
+    for item, vector in zip(batch, vectors, strict=True):
+        key = (item.domain.pk, item.data.topic)
+        plain = not item.data.source_observation_ids and item.data.episode_id is None
+        if plain and _closest(vector, item.data.content, live[key]) == (None, None):
+            fact = _new_fact(item.domain, item.data, by, vector, now)
+            pending.append(fact)
+            live[key].append(fact)
+            outcomes.append(Outcome.CREATED)
+            continue
+        flush()  # what it is compared with must exist in the database
+        outcomes.append(_propose_locked(domain=item.domain, data=item.data, by=by, vector=vector).outcome)
+        live[key] = list(Fact.objects.filter(domain_id=key[0], topic=key[1]).live().order_by("pk"))
+    flush()
+    return outcomes
