@@ -190,8 +190,10 @@ def search_memory(
         weights = WEIGHTS[intent] if mode == "hybrid" else {"lexical": 1.0, "semantic": 1.0}
         fused = fuse(lists, weights)
     # Decay and the repo boost rescale by at most 1/floor × boost: the head of the fused list
-    # is enough to rank (loading every candidate cost more than the search).
-    ordered = sorted(fused, key=lambda pk: -fused[pk])[: max(limit * 3, 20)]
+    # is enough to rank (loading every candidate cost more than the search). Keyword scores
+    # already carry decay, so without a repo to boost the first `limit` are the answer.
+    head = limit if mode == "keyword" and not repo else max(limit * 3, 20)
+    ordered = sorted(fused, key=lambda pk: -fused[pk])[:head]
     facts = _load(ordered)
     hits: list[Hit] = []
     for pk in ordered:

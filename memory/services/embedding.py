@@ -37,7 +37,9 @@ def embed_missing(
     done = 0
     for batch in chunks(ids, batch_size):
         rows = list(Fact.objects.filter(pk__in=batch).values_list("pk", "topic", "content"))
-        vectors = embed_texts([fact_text(topic, content) for _, topic, content in rows], batch_size=batch_size)
+        vectors = embed_texts(
+            [fact_text(topic, content) for _, topic, content in rows], batch_size=batch_size, bulk=True
+        )
         now = timezone.now()
         with transaction.atomic():
             objs = [Fact(pk=pk, embedding=vec, embedded_at=now) for (pk, _, _), vec in zip(rows, vectors, strict=True)]
