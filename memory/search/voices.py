@@ -219,15 +219,13 @@ def _scope_where(scope: Scope) -> tuple[str, list[Any]]:
 
 
 def _decay_sql() -> tuple[str, list[Any]]:
-    """exp(-(age/λ)^k) for a row of memory_fact, with λ and k per memory type as a VALUES list."""
+    """exp(-(age/λ)^k) for a row of memory_fact, with λ and k per memory type (a CASE over the
+    types, in float8: numeric arithmetic and a per-row subquery cost a third of the ranking)."""
     curves = decay.parameters()
-    values = ", ".join(["(%s, %s::float8, %s::float8)"] * len(curves))
+    age_days = "greatest(date_part('epoch', now() - memory_fact.last_mentioned_at), 0) / 86400.0"
+    branches = " ".join([f"WHEN %s THEN exp(-power({age_days} / %s::float8, %s::float8))"] * len(curves))
     params: list[Any] = [x for name, c in curves.items() for x in (name, c.scale_days, c.shape)]
-    sql = (
-        "COALESCE((SELECT exp(-power(greatest(extract(epoch FROM now() - memory_fact.last_mentioned_at), 0)"
-        f" / 86400.0 / d.scale, d.shape)) FROM (VALUES {values}) AS d(memory_type, scale, shape)"
-        " WHERE d.memory_type = memory_fact.memory_type), 1.0)"
-    )
+    sql = f"(CASE memory_fact.memory_type {branches} ELSE 1.0 END)"
     return sql, params
 
 
@@ -243,7 +241,8 @@ def lexical_sql(scope: Scope, text: str, *, limit: int, prefer_repo: str | None 
     selective = selecting_terms(weighted)
     tsquery = lambda words: " || ".join(["plainto_tsquery('english', %s)"] * len(words))  # noqa: E731
     idf_sql = " + ".join(
-        ["CASE WHEN memory_fact.search_vector @@ plainto_tsquery('english', %s) THEN %s ELSE 0 END"] * len(weighted)
+        ["CASE WHEN memory_fact.search_vector @@ plainto_tsquery('english', %s) THEN %s::float8 ELSE 0 END"]
+        * len(weighted)
     )
     idf_params: list[Any] = [x for w, idf, _ in weighted for x in (w, idf)]
     where, where_params = _scope_where(scope)

@@ -41,3 +41,30 @@ def test_curve_points_start_at_one_and_fall(db):
     points = decay.curve_points("observation", days=90, steps=9)
     assert points[0] == (0.0, 1.0)
     assert all(a[1] > b[1] for a, b in itertools.pairwise(points))
+
+
+@pytest.mark.parametrize("memory_type", sorted(decay.DEFAULT_PARAMETERS))
+def test_the_lexical_voice_applies_the_same_curve_in_sql(world, memory_type):
+    """The ranking SQL computes decay itself (voices._decay_sql); it must equal decay.weight_at."""
+    from memory.search import voices
+    from tests.factories import FactFactory
+
+    decay.clear_cache()
+    now = timezone.now()
+    scale = decay.DEFAULT_PARAMETERS[memory_type][0]
+    fresh, old = (
+        FactFactory(
+            workspace=world.workspace,
+            domain=world.architecture,
+            topic=f"t{i}",
+            memory_type=memory_type,
+            confidence=0.9,
+            content="The quarterly zephyrine audit runs on the ledger.",
+            last_mentioned_at=now - timedelta(days=days),
+        )
+        for i, days in enumerate([0, scale * 0.7])
+    )
+    scores = dict(voices.lexical(voices.Scope(agent=world.coder), "zephyrine audit", limit=5))
+    expected = decay.weight_at(memory_type, old.last_mentioned_at, now)
+    assert expected < 0.8  # the old one did decay
+    assert scores[old.pk] / scores[fresh.pk] == pytest.approx(expected, rel=1e-3)
