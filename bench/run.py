@@ -6,7 +6,7 @@ In its own database (ENGRAM_DB_NAME=engram_bench, recreated), for each size:
   2. serve the site with gunicorn on loopback and measure preamble, keyword, semantic and
      hybrid search with concurrent clients: p50 / p95 / p99;
   3. measure a plain pgvector top-10 query (SQL only, precomputed vector) beside them, and HNSW
-     recall@10 against exact search at ef_search 40 / 100 / 200.
+     recall@10 against exact search at ef_search 40 / 100 / 200 / 400 (the database uses 200).
 
 Options (environment): BENCH_SIZES=10000,100000  BENCH_SECONDS=12  BENCH_CLIENTS=2  BENCH_WORKERS=3
   BENCH_REUSE=1  measure the facts already in engram_bench (one size; no ingest) — for tuning.
@@ -295,7 +295,7 @@ def hnsw_recall(vectors: list[list[float]]) -> dict[int, float]:
             for v in vectors:
                 cursor.execute(sql, [str(v)])
                 exact.append({row[0] for row in cursor.fetchall()})
-        for ef in (40, 100, 200):
+        for ef in (40, 100, 200, 400):
             found = 0
             with transaction.atomic():
                 cursor.execute(f"SET LOCAL hnsw.ef_search = {ef}")

@@ -9,6 +9,7 @@ Environment:
                       an embedded PostgreSQL (pgserver) under $ENGRAM_HOME.
   ENGRAM_HOME         data directory of the embedded mode (default .engram/ in the project).
   CELERY_BROKER_URL   redis://...; without it background tasks run inline.
+  ENGRAM_EMBED_BACKEND onnx (default) or torch; see memory/embeddings.py.
 """
 
 from __future__ import annotations

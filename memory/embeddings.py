@@ -100,6 +100,9 @@ class OnnxEncoder:
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
+        # Idle pool threads sleep instead of spinning: the CPU they would burn is what the
+        # database and the writing thread need during an import.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(str(onnx_file()), options, providers=["CPUExecutionProvider"])
 
     def encode(self, texts: Sequence[str], batch_size: int) -> np.ndarray:

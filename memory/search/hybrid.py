@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from django.conf import settings
@@ -59,18 +60,38 @@ def _ranks(ranked: Sequence[tuple[int, float]]) -> dict[int, int]:
     return {pk: i + 1 for i, (pk, _) in enumerate(ranked)}
 
 
-def _repo_boost(fact: Fact, repo: str | None) -> float:
+@dataclass
+class Candidate:
+    """What ranking needs of a fact, read without building the model (30 model instances with
+    their domain and repo cost more than the searches that found them)."""
+
+    pk: int
+    memory_type: str
+    last_mentioned_at: datetime
+    confidence: float
+    repo_slug: str | None
+    score: float = 0.0
+
+
+def _candidates(ids: Sequence[int]) -> dict[int, Candidate]:
+    rows = Fact.objects.filter(pk__in=list(ids)).values_list(
+        "pk", "memory_type", "last_mentioned_at", "confidence", "domain__repo__slug"
+    )
+    return {row[0]: Candidate(*row) for row in rows}
+
+
+def _repo_boost(candidate: Candidate, repo: str | None) -> float:
     """Repo-scoped facts of the caller's repo rank first: a boost, not a filter (SPEC §6)."""
-    if repo and fact.domain.repo is not None and fact.domain.repo.slug == repo:
+    if repo and candidate.repo_slug == repo:
         return float(settings.ENGRAM_REPO_BOOST)
     return 1.0
 
 
-def _adjust(fact: Fact, score: float, repo: str | None) -> float:
+def _adjust(candidate: Candidate, score: float, repo: str | None) -> float:
     """Scale by decay × confidence (softened by a floor so relevance still leads), boost the repo."""
     floor = settings.ENGRAM_DECAY_FLOOR
-    weight = decay.weight_at(fact.memory_type, fact.last_mentioned_at) * fact.confidence
-    return score * (floor + (1.0 - floor) * weight) * _repo_boost(fact, repo)
+    weight = decay.weight_at(candidate.memory_type, candidate.last_mentioned_at) * candidate.confidence
+    return score * (floor + (1.0 - floor) * weight) * _repo_boost(candidate, repo)
 
 
 def _similarities(ids: Sequence[int]) -> dict[tuple[int, int], float]:
@@ -88,23 +109,21 @@ def _similarities(ids: Sequence[int]) -> dict[tuple[int, int], float]:
         return {(a, b): float(sim) for a, b, sim in cursor.fetchall()}
 
 
-def _mmr(hits: list[Hit], limit: int) -> list[Hit]:
+def _mmr(ranked: list[Candidate], limit: int) -> list[Candidate]:
     """Maximal marginal relevance: each next pick trades relevance against being a restatement
     of one already picked (similarity above MMR_SIMILAR)."""
-    if len(hits) <= 1:
-        return hits[:limit]
-    pool = hits[: max(limit * 3, limit + 5)]
-    sims = _similarities([h.fact.pk for h in pool])
-    top = max(h.score for h in pool) or 1.0
+    if len(ranked) <= 1:
+        return ranked[:limit]
+    pool = ranked[: max(limit * 3, limit + 5)]
+    sims = _similarities([c.pk for c in pool])
+    top = max(c.score for c in pool) or 1.0
     chosen: list[int] = []
     remaining = list(range(len(pool)))
     while remaining and len(chosen) < limit:
         best, best_value = remaining[0], -1e9
         for i in remaining:
-            a = pool[i].fact.pk
-            similarity = max(
-                (sims.get((min(a, pool[j].fact.pk), max(a, pool[j].fact.pk)), 0.0) for j in chosen), default=0.0
-            )
+            a = pool[i].pk
+            similarity = max((sims.get((min(a, pool[j].pk), max(a, pool[j].pk)), 0.0) for j in chosen), default=0.0)
             # Only near-restatements are redundant: facts on one subject that say different
             # things (similarity ~0.6-0.75) are what a diverse answer should keep.
             redundancy = max(0.0, (similarity - MMR_SIMILAR) / (1.0 - MMR_SIMILAR))
@@ -194,17 +213,26 @@ def search_memory(
     # already carry decay, so without a repo to boost the first `limit` are the answer.
     head = limit if mode == "keyword" and not repo else max(limit * 3, 20)
     ordered = sorted(fused, key=lambda pk: -fused[pk])[:head]
-    facts = _load(ordered)
-    hits: list[Hit] = []
+    candidates = _candidates(ordered)
+    ranked: list[Candidate] = []
     for pk in ordered:
-        fact = facts.get(pk)
-        if fact is None:
+        candidate = candidates.get(pk)
+        if candidate is None:
             continue
         # The lexical score already carries decay × confidence (voices.lexical).
-        score = fused[pk] * _repo_boost(fact, repo) if mode == "keyword" else _adjust(fact, fused[pk], repo)
-        hits.append(Hit(fact=fact, score=score, voices={v: ranks.get(v, {}).get(pk) for v in VOICES}))
-    hits.sort(key=lambda h: -h.score)
-    hits = _mmr(hits, limit) if mode == "hybrid" else hits[:limit]
+        if mode == "keyword":
+            candidate.score = fused[pk] * _repo_boost(candidate, repo)
+        else:
+            candidate.score = _adjust(candidate, fused[pk], repo)
+        ranked.append(candidate)
+    ranked.sort(key=lambda c: -c.score)
+    ranked = _mmr(ranked, limit) if mode == "hybrid" else ranked[:limit]
+    facts = _load([c.pk for c in ranked])
+    hits = [
+        Hit(fact=facts[c.pk], score=c.score, voices={v: ranks.get(v, {}).get(c.pk) for v in VOICES})
+        for c in ranked
+        if c.pk in facts
+    ]
 
     episode_id = None
     if record and hits:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from agents.models import Agent
 
 MAX_TERMS = 24
-EF_SEARCH = 100
+EF_SEARCH = 200  # the database default (migration 0006); measured in make bench
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_./:+#-]*[A-Za-z0-9+#]|[A-Za-z0-9]")
 # Words that carry no topic in a task or question; the english config drops its own stop words.
 _FILLER = {
@@ -125,6 +125,7 @@ def or_query(words: Sequence[str]) -> SearchQuery | None:
 # lexeme missing from that list is rarer than all of them. Read once per process every 5 minutes.
 _STATS_SECONDS = 300.0
 SELECTIVE_ROWS = 1500  # the candidate budget: the rarest terms select up to about this many facts together
+NARROWING_SHARE = 0.25  # see narrowing_terms
 _stats: tuple[float, dict[str, float], float, float] | None = None
 _lexemes: dict[str, tuple[str, ...]] = {}
 
@@ -229,7 +230,9 @@ def _decay_sql() -> tuple[str, list[Any]]:
     return sql, params
 
 
-def lexical_sql(scope: Scope, text: str, *, limit: int, prefer_repo: str | None = None) -> tuple[str, list[Any]] | None:
+def lexical_sql(
+    scope: Scope, text: str, *, limit: int, prefer_repo: str | None = None, narrow: bool = False
+) -> tuple[str, list[Any]] | None:
     """Full-text matches (GIN index) with OR semantics over the text's terms, scored by the IDF of
     the terms each fact contains (plus ts_rank for density) × decay × confidence; with
     `prefer_repo`, that repo's facts come first. None when the text has no searchable term.
@@ -240,6 +243,11 @@ def lexical_sql(scope: Scope, text: str, *, limit: int, prefer_repo: str | None 
         return None
     selective = selecting_terms(weighted)
     tsquery = lambda words: " || ".join(["plainto_tsquery('english', %s)"] * len(words))  # noqa: E731
+    select_sql, select_params = f"({tsquery(selective)})", list(selective)
+    companions = narrowing_terms(weighted, selective) if narrow else []
+    if companions:
+        select_sql = f"({tsquery(selective)}) && ({tsquery(companions)})"
+        select_params += companions
     idf_sql = " + ".join(
         ["CASE WHEN memory_fact.search_vector @@ plainto_tsquery('english', %s) THEN %s::float8 ELSE 0 END"]
         * len(weighted)
@@ -258,21 +266,53 @@ def lexical_sql(scope: Scope, text: str, *, limit: int, prefer_repo: str | None 
     sql = (
         f"SELECT memory_fact.id, ({idf_sql} + ts_rank(memory_fact.search_vector, {tsquery(weighted)}, 1))"
         f" * {decay_sql} * memory_fact.confidence AS score"
-        f" FROM memory_fact WHERE {where} AND memory_fact.search_vector @@ ({tsquery(selective)})"
+        f" FROM memory_fact WHERE {where} AND memory_fact.search_vector @@ ({select_sql})"
         f" ORDER BY {order} LIMIT %s"
     )
-    params = [*idf_params, *[w for w, _, _ in weighted], *decay_params, *where_params, *selective, *repo_params, limit]
-    return sql, params
+    params = [*idf_params, *[w for w, _, _ in weighted], *decay_params, *where_params, *select_params]
+    return sql, [*params, *repo_params, limit]
+
+
+def narrowing_terms(weighted: Sequence[tuple[str, float, float]], selective: Sequence[str]) -> list[str]:
+    """When even the rarest term matches more than SELECTIVE_ROWS facts (a service name in a
+    large workspace), the candidates may first be the facts that also contain one of the next
+    rarest terms (together matching at most NARROWING_SHARE of facts): those are the ones that
+    score higher. Empty when no narrowing applies."""
+    facts = lexeme_frequencies()[2]
+    frequency = dict((w, f) for w, _, f in weighted)
+    if len(selective) != 1 or frequency[selective[0]] * facts <= SELECTIVE_ROWS:
+        return []
+    companions: list[str] = []
+    share = 0.0
+    for word, _, f in sorted(weighted, key=lambda t: t[2]):
+        if word in selective:
+            continue
+        if share + f > NARROWING_SHARE:
+            break
+        companions.append(word)
+        share += f
+    return companions
 
 
 def lexical(scope: Scope, text: str, *, limit: int, prefer_repo: str | None = None) -> list[tuple[int, float]]:
-    """Ranked (id, score) of the lexical voice."""
-    query = lexical_sql(scope, text, limit=limit, prefer_repo=prefer_repo)
-    if query is None:
+    """Ranked (id, score) of the lexical voice. When the rarest term is common, the facts that
+    also contain one of the next rarest terms are asked first (narrowing_terms); when they are
+    fewer than `limit`, the question is asked again without narrowing. (Narrowing is a bound on
+    work, not exact: a fresh fact with only the common term may lose to an older one with both.)"""
+    weighted = weighted_terms(text)
+    if not weighted:
         return []
+    narrowed = bool(narrowing_terms(weighted, selecting_terms(weighted)))
+    rows: list[tuple[int, float]] = []
     with connection.cursor() as cursor:
-        cursor.execute(*query)
-        return [(pk, float(score)) for pk, score in cursor.fetchall()]
+        for narrow in (True, False) if narrowed else (False,):
+            query = lexical_sql(scope, text, limit=limit, prefer_repo=prefer_repo, narrow=narrow)
+            assert query is not None  # the text has searchable terms
+            cursor.execute(*query)
+            rows = [(pk, float(score)) for pk, score in cursor.fetchall()]
+            if len(rows) >= limit:
+                break
+    return rows
 
 
 def explain(sql: str, params: Sequence[Any]) -> str:
@@ -287,7 +327,7 @@ def _vector_literal(vector: Sequence[float]) -> str:
 
 def semantic_sql(scope: Scope, vector: Sequence[float], *, limit: int) -> tuple[str, list[Any]]:
     """Nearest facts by cosine distance: ORDER BY embedding <=> query LIMIT k is served by the
-    HNSW index (hnsw.ef_search is 100 for the database, migration 0004)."""
+    HNSW index (hnsw.ef_search is 200 for the database, migration 0006)."""
     where, params = _scope_where(scope)
     literal = _vector_literal(vector)
     sql = (

@@ -427,6 +427,11 @@ def ingest_facts(
         if progress is not None:
             progress(len(batch))
     thread.join()
+    # New rows wait in the GIN index's pending list, which every full-text search scans
+    # linearly until a vacuum merges it: after an import, merge it now (measured at 10k facts:
+    # keyword p50 22 ms straight after the import, 17 ms once merged).
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT gin_clean_pending_list('fact_search_gin'::regclass)")
     return counts
 
 

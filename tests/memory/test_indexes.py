@@ -110,3 +110,21 @@ def test_recall_paths_use_their_indexes_at_30k_facts(world, big_table):
     found = voices.semantic(scope, big_table[42].tolist(), limit=10)
     assert found[0][0] == target.pk
     assert found[0][1] == pytest.approx(1.0, abs=1e-4)
+
+
+@pytest.mark.django_db
+def test_every_new_connection_searches_hnsw_with_ef_search_200():
+    """pgvector's default (40) loses recall; the database default (migration 0006) is what the
+    semantic voice relies on, for prepared statements too."""
+    import psycopg
+
+    settings = connection.settings_dict
+    with psycopg.connect(
+        host=settings["HOST"],
+        port=settings["PORT"] or None,
+        user=settings["USER"],
+        password=settings["PASSWORD"] or None,
+        dbname=settings["NAME"],
+    ) as fresh:
+        assert fresh.execute("SHOW hnsw.ef_search").fetchone() == ("200",)
+    assert voices.EF_SEARCH == 200

@@ -179,3 +179,47 @@ def test_keyword_mode_matches_any_term(world):
     assert found == [a.pk]
     both = ids(search_memory(agent=world.coder, query="ledger checkout", mode="keyword"))
     assert set(both) == {a.pk, b.pk}
+
+
+def _frequencies(monkeypatch, table_rows, **share):
+    """Pretend statistics: `share` of the table contains each lexeme."""
+    from memory.search import voices
+
+    monkeypatch.setattr(voices, "lexeme_frequencies", lambda: (share, 1e-6, float(table_rows)))
+
+
+def test_a_common_rarest_term_is_narrowed_by_the_next_rarest(world, monkeypatch):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from memory.search import voices
+
+    both = [make(world, f"The pdf-renderer times out when fonts are missing ({i}).", topic=f"b{i}") for i in range(3)]
+    only = [make(world, f"The pdf-renderer runs in the reports cluster ({i}).", topic=f"o{i}") for i in range(3)]
+    # The rarest term, pdf-renderer, looks like 4% of a 100k table: over the candidate budget, so
+    # narrowed by the next rarest (`times`, 20%).
+    _frequencies(monkeypatch, 100_000, **{"pdf-render": 0.04, "pdf": 0.04, "render": 0.04, "time": 0.2})
+    weighted = voices.weighted_terms("pdf-renderer times out")
+    assert voices.selecting_terms(weighted) == ["pdf-renderer"]
+    assert voices.narrowing_terms(weighted, ["pdf-renderer"]) == ["times"]
+
+    with CaptureQueriesContext(connection) as queries:
+        narrowed = [pk for pk, _ in voices.lexical(voices.Scope(agent=world.coder), "pdf-renderer times out", limit=3)]
+    assert set(narrowed) == {f.pk for f in both}
+    assert sum("memory_fact.search_vector @@" in q["sql"] for q in queries.captured_queries) == 1
+
+    # Fewer narrowed matches than asked for: asked again without narrowing, nothing lost.
+    with CaptureQueriesContext(connection) as queries:
+        wider = [pk for pk, _ in voices.lexical(voices.Scope(agent=world.coder), "pdf-renderer times out", limit=6)]
+    assert set(wider) == {f.pk for f in both + only}
+    assert wider[:3] == narrowed  # matching both terms still ranks first
+    assert sum("memory_fact.search_vector @@" in q["sql"] for q in queries.captured_queries) == 2
+
+
+def test_no_narrowing_while_the_rarest_terms_fit_the_budget(world, monkeypatch):
+    from memory.search import voices
+
+    _frequencies(monkeypatch, 1_000, **{"pdf-render": 0.4, "pdf": 0.4, "render": 0.4, "time": 0.05})
+    weighted = voices.weighted_terms("pdf-renderer times out")
+    assert voices.selecting_terms(weighted) == ["times", "pdf-renderer"]  # 50 + 400 rows ≤ 1,500
+    assert voices.narrowing_terms(weighted, voices.selecting_terms(weighted)) == []
