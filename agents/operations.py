@@ -164,13 +164,30 @@ def remember(agent: Agent, raw: Any) -> Result:
     return Result(http.HTTP_201_CREATED, dict(s.HotEntryOut(entry).data))
 
 
+def run_task(task: Any, *args: Any) -> Result:
+    """Inline mode answers with the task's report; with a broker the work is queued (202)."""
+    from django.conf import settings
+
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        report = task.apply(args=args).get()
+        return Result(http.HTTP_200_OK, {"status": "done", "task_id": None, **report})
+    queued = task.delay(*args)
+    return Result(http.HTTP_202_ACCEPTED, {"status": "queued", "task_id": queued.id})
+
+
 def consolidate(agent: Agent, raw: Any) -> Result:
-    from agents.api.views import _run_task
     from memory.tasks import consolidate_memory
 
     data = validated(s.ConsolidateIn, raw)
-    response = _run_task(consolidate_memory, agent.pk, data.get("session_id"))
-    return Result(response.status_code, dict(response.data or {}))
+    return run_task(consolidate_memory, agent.pk, data.get("session_id"))
+
+
+def harmonize(agent: Agent, raw: Any) -> Result:
+    from memory.tasks import harmonize_memory
+
+    data = validated(s.HarmonizeIn, raw)
+    domain = _optional_domain(agent, data)
+    return run_task(harmonize_memory, agent.pk, domain.pk if domain else None)
 
 
 def submit_review(agent: Agent, raw: Any, *, site_url: str = "") -> Result:

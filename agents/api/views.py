@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.pagination import LimitOffsetPagination
@@ -18,7 +16,6 @@ from agents.models import Agent
 from memory import selectors
 from memory.actors import Actor
 from memory.services import facts as fact_services
-from memory.services import hot as hot_services
 
 ERRORS = {400: s.ErrorSerializer, 401: s.ErrorSerializer, 404: s.ErrorSerializer}
 
@@ -29,7 +26,8 @@ def agent_of(request: Request) -> Agent:
     return agent
 
 
-def _answer(result: operations.Result) -> Response:
+def answer(result: operations.Result) -> Response:
+    """An operation's result as the HTTP response (agents.operations is shared with the MCP server)."""
     return Response(result.body, status=result.status)
 
 
@@ -57,7 +55,7 @@ class FactListView(APIView):
     @extend_schema(request=s.FactProposeIn, responses={201: s.ProposalOut, **ERRORS}, operation_id="propose_fact")
     def post(self, request: Request) -> Response:
         """propose_fact: write through re-mention and conflict detection (SPEC §3)."""
-        return _answer(operations.propose_fact(agent_of(request), request.data))
+        return answer(operations.propose_fact(agent_of(request), request.data))
 
 
 class FactDetailView(APIView):
@@ -79,7 +77,7 @@ class FactSupersedeView(APIView):
     )
     def post(self, request: Request, fact_id: int) -> Response:
         """supersede_fact: replace a live fact with a new version and a reason; 409 if already replaced."""
-        return _answer(operations.supersede_fact(agent_of(request), fact_id, request.data))
+        return answer(operations.supersede_fact(agent_of(request), fact_id, request.data))
 
 
 class EpisodeCreateView(APIView):
@@ -98,32 +96,11 @@ class EpisodeCreateView(APIView):
         return Response(s.EpisodeOut(episode).data, status=status.HTTP_201_CREATED)
 
 
-def _run_task(task: Any, *args: Any) -> Response:
-    """Inline mode answers with the report; with a broker the work is queued (202)."""
-    from django.conf import settings
-
-    if settings.CELERY_TASK_ALWAYS_EAGER:
-        report = task.apply(args=args).get()
-        return Response({"status": "done", "task_id": None, **report})
-    result = task.delay(*args)
-    return Response({"status": "queued", "task_id": result.id}, status=status.HTTP_202_ACCEPTED)
-
-
 class RememberView(APIView):
     @extend_schema(request=s.RememberIn, responses={201: s.HotEntryOut, **ERRORS}, operation_id="remember")
     def post(self, request: Request) -> Response:
         """remember: keep a session-scoped entry in the hot tier until consolidation."""
-        agent = agent_of(request)
-        data = validated(s.RememberIn, request.data)
-        domain = (
-            selectors.domain_for_agent(agent, domain=data["domain"], repo=data.get("repo"))
-            if data.get("domain")
-            else None
-        )
-        entry = hot_services.remember(
-            agent=agent, session_id=data["session_id"], content=data["content"], domain=domain, topic=data["topic"]
-        )
-        return Response(s.HotEntryOut(entry).data, status=status.HTTP_201_CREATED)
+        return answer(operations.remember(agent_of(request), request.data))
 
 
 class ConsolidateView(APIView):
@@ -134,10 +111,7 @@ class ConsolidateView(APIView):
     )
     def post(self, request: Request) -> Response:
         """consolidate_memory: promote hot-tier entries to facts and merge near-duplicates."""
-        from memory.tasks import consolidate_memory
-
-        data = validated(s.ConsolidateIn, request.data)
-        return _run_task(consolidate_memory, agent_of(request).pk, data.get("session_id"))
+        return answer(operations.consolidate(agent_of(request), request.data))
 
 
 class HarmonizeView(APIView):
@@ -148,27 +122,18 @@ class HarmonizeView(APIView):
     )
     def post(self, request: Request) -> Response:
         """harmonize_memory: resolve contradicting facts written by different agents."""
-        from memory.tasks import harmonize_memory
-
-        agent = agent_of(request)
-        data = validated(s.HarmonizeIn, request.data)
-        domain = (
-            selectors.domain_for_agent(agent, domain=data["domain"], repo=data.get("repo"))
-            if data.get("domain")
-            else None
-        )
-        return _run_task(harmonize_memory, agent.pk, domain.pk if domain else None)
+        return answer(operations.harmonize(agent_of(request), request.data))
 
 
 class PreambleView(APIView):
     @extend_schema(request=s.PreambleIn, responses={200: s.PreambleOut, **ERRORS}, operation_id="get_preamble")
     def post(self, request: Request) -> Response:
         """The dispatch preamble (SPEC §5): policies, working memory, up to 5 keyword facts, closing line."""
-        return _answer(operations.get_preamble(agent_of(request), request.data))
+        return answer(operations.get_preamble(agent_of(request), request.data))
 
 
 class SearchView(APIView):
     @extend_schema(request=s.SearchIn, responses={200: s.SearchOut, **ERRORS}, operation_id="search_memory")
     def post(self, request: Request) -> Response:
         """search_memory (SPEC §6): keyword, semantic or the four-voice hybrid (default)."""
-        return _answer(operations.search(agent_of(request), request.data))
+        return answer(operations.search(agent_of(request), request.data))

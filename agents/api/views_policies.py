@@ -13,14 +13,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from agents import operations
 from agents.api import serializers as s
 from agents.api.inputs import validated
-from agents.api.views import agent_of
+from agents.api.views import agent_of, answer
 from memory import selectors
 from memory.actors import Actor
 from memory.selectors_notes import notes_for
 from memory.selectors_policies import policy_for_agent, policy_list_for_agent
-from memory.services import notes as note_services
 from memory.services import policies as policy_services
 
 ERRORS = {400: s.ErrorSerializer, 401: s.ErrorSerializer}
@@ -47,18 +47,7 @@ class PolicyListView(APIView):
     )
     def post(self, request: Request) -> Response:
         """propose_policy: a new active policy; 403 `insufficient_memory_permission` without `write` on the domain."""
-        agent = agent_of(request)
-        data = validated(s.PolicyProposeIn, request.data)
-        domain = selectors.domain_for_agent(agent, domain=data["domain"], repo=data.get("repo"))
-        policy = policy_services.propose_policy(
-            domain=domain,
-            rule=data["rule"],
-            required_role=data.get("required_role"),
-            derived_from_ids=data.get("derived_from") or [],
-            by=Actor.of_agent(agent),
-        )
-        policy = policy_list_for_agent(agent).get(pk=policy.pk)
-        return Response(s.PolicyOut(policy).data, status=status.HTTP_201_CREATED)
+        return answer(operations.propose_policy(agent_of(request), request.data))
 
 
 class PolicySupersedeView(APIView):
@@ -103,10 +92,7 @@ class MyNotesView(APIView):
     @extend_schema(request=s.NotesIn, responses={200: s.NotesOut, **ERRORS}, operation_id="update_my_notes")
     def put(self, request: Request) -> Response:
         """update_my_notes: replace the whole scratchpad (verbatim; injected into this agent's dispatches)."""
-        agent = agent_of(request)
-        data = validated(s.NotesIn, request.data)
-        note_services.update_notes(agent=agent, notes=data["notes"], by=Actor.of_agent(agent))
-        return Response(s.NotesOut(notes_for(agent)).data)
+        return answer(operations.update_notes(agent_of(request), request.data))
 
 
 class MyObservationsView(APIView):
@@ -115,7 +101,4 @@ class MyObservationsView(APIView):
     )
     def post(self, request: Request) -> Response:
         """record_observation: note something seen; it can be cited as a fact's source."""
-        agent = agent_of(request)
-        data = validated(s.ObservationIn, request.data)
-        observation = note_services.record_observation(agent=agent, text=data["text"], by=Actor.of_agent(agent))
-        return Response(s.ObservationOut(observation).data, status=status.HTTP_201_CREATED)
+        return answer(operations.record_observation(agent_of(request), request.data))

@@ -16,29 +16,25 @@ from rest_framework.views import APIView
 from agents import operations as ops
 from agents.api import serializers as s
 from agents.api import serializers_runs as sr
-from agents.api.views import agent_of
+from agents.api.views import agent_of, answer
 
 ERRORS = {400: s.ErrorSerializer, 401: s.ErrorSerializer}
 RUN_ERRORS = {**ERRORS, 404: s.ErrorSerializer}
 WRITE_ERRORS = {**RUN_ERRORS, 409: s.ErrorSerializer}
 
 
-def _answer(result: ops.Result) -> Response:
-    return Response(result.body, status=result.status)
-
-
 class RunCreateView(APIView):
     @extend_schema(request=sr.RunIn, responses={201: sr.RunOut, **ERRORS}, operation_id="create_memory_run")
     def post(self, request: Request) -> Response:
         """Open a run for a long task: an empty memory bank and a `run` episode."""
-        return _answer(ops.create_run(agent_of(request), request.data, request=request))
+        return answer(ops.create_run(agent_of(request), request.data, request=request))
 
 
 class RunBankView(APIView):
     @extend_schema(responses={200: sr.BankOut, **RUN_ERRORS}, operation_id="get_memory_bank")
     def get(self, request: Request, run_id: int) -> Response:
         """The run's memory bank: status (progress, for the memory agent only), knowledge, procedural."""
-        return _answer(ops.get_bank(agent_of(request), run_id))
+        return answer(ops.get_bank(agent_of(request), run_id))
 
 
 class RunStatusView(APIView):
@@ -47,7 +43,7 @@ class RunStatusView(APIView):
     )
     def post(self, request: Request, run_id: int) -> Response:
         """memory_update_status: replace the progress note."""
-        return _answer(ops.update_status(agent_of(request), run_id, request.data))
+        return answer(ops.update_status(agent_of(request), run_id, request.data))
 
 
 class RunKnowledgeView(APIView):
@@ -59,7 +55,7 @@ class RunKnowledgeView(APIView):
     def post(self, request: Request, run_id: int) -> Response:
         """memory_save_knowledge: a stable fact (requirement, path, constraint); 201 when new, 200 when
         an item with this id was replaced."""
-        return _answer(ops.save_knowledge(agent_of(request), run_id, request.data))
+        return answer(ops.save_knowledge(agent_of(request), run_id, request.data))
 
 
 class RunProceduralView(APIView):
@@ -71,7 +67,7 @@ class RunProceduralView(APIView):
     def post(self, request: Request, run_id: int) -> Response:
         """memory_save_procedural: an attempt and its outcome (a command that failed or worked, a
         diagnosis); 201 when new, 200 when an item with this id was replaced."""
-        return _answer(ops.save_procedural(agent_of(request), run_id, request.data))
+        return answer(ops.save_procedural(agent_of(request), run_id, request.data))
 
 
 class RunItemView(APIView):
@@ -83,7 +79,7 @@ class RunItemView(APIView):
     def delete(self, request: Request, run_id: int, item_id: str) -> Response:
         """memory_delete: remove the knowledge and procedural items with this id (`?kind=` narrows
         it); 404 `bank_item_not_found` when there is none. The status note is updated, not deleted."""
-        return _answer(ops.delete_item(agent_of(request), run_id, item_id, request.query_params))
+        return answer(ops.delete_item(agent_of(request), run_id, item_id, request.query_params))
 
 
 class RunInterventionView(APIView):
@@ -95,7 +91,7 @@ class RunInterventionView(APIView):
     def post(self, request: Request, run_id: int) -> Response:
         """Log one decision of the memory agent before step `step`: a reminder, or `null` for
         selective silence (logged too)."""
-        return _answer(ops.intervene(agent_of(request), run_id, request.data))
+        return answer(ops.intervene(agent_of(request), run_id, request.data))
 
 
 class RunFinishView(APIView):
@@ -108,4 +104,4 @@ class RunFinishView(APIView):
         """Finish the run. With `offer_candidates: true` the knowledge and procedural items become
         promotion candidates (origin memory_agent, human review required) — never facts. 409 the
         second time."""
-        return _answer(ops.finish_run(agent_of(request), run_id, request.data, request=request))
+        return answer(ops.finish_run(agent_of(request), run_id, request.data, request=request))
