@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from django.db import models
@@ -32,21 +33,26 @@ def record_event(
 
 
 def record_events(
-    *, actor: Actor, verb: str, events: Sequence[tuple[int | None, models.Model, dict[str, Any]]]
+    *,
+    actor: Actor,
+    verb: str,
+    target_type: str,
+    events: Iterable[tuple[int | None, int, dict[str, Any]]],
+    at: datetime | None = None,
 ) -> None:
-    """Several events of one verb in one INSERT (batch paths): (workspace_id, target, detail)."""
+    """One event per target, like record_event writes, in one INSERT (batch paths, which may
+    touch thousands of rows): `events` are (workspace_id, target_id, detail)."""
     AuditEvent.objects.bulk_create(
-        [
-            AuditEvent(
-                workspace_id=workspace_id,
-                actor_agent=actor.agent,
-                actor_user=actor.user,
-                actor_label=actor.label,
-                verb=verb,
-                target_type=target._meta.model_name or "",
-                target_id=target.pk,
-                detail=detail,
-            )
-            for workspace_id, target, detail in events
-        ]
+        AuditEvent(
+            workspace_id=workspace_id,
+            actor_agent=actor.agent,
+            actor_user=actor.user,
+            actor_label=actor.label,
+            verb=verb,
+            target_type=target_type,
+            target_id=target_id,
+            detail=detail,
+            **({"created_at": at} if at is not None else {}),
+        )
+        for workspace_id, target_id, detail in events
     )

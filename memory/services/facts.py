@@ -466,7 +466,10 @@ def _ingest_batch(batch: Sequence[IngestItem], vectors: list[list[float]], by: A
         record_events(
             actor=by,
             verb="fact.created",
-            events=[(fact.workspace_id, fact, {"domain": fact.domain.label, "topic": fact.topic}) for fact in pending],
+            target_type="fact",
+            events=[
+                (fact.workspace_id, fact.pk, {"domain": fact.domain.label, "topic": fact.topic}) for fact in pending
+            ],
         )
         pending.clear()
 

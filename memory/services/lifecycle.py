@@ -19,9 +19,9 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from memory.actors import Actor
-from memory.audit import record_event
+from memory.audit import record_event, record_events
 from memory.errors import FactNotLive, InvalidInput, StateConflict
-from memory.models import AuditEvent, DecayProfile, Fact, FactStatus, ValidatedBy
+from memory.models import DecayProfile, Fact, FactStatus, ValidatedBy
 
 
 @transaction.atomic
@@ -198,27 +198,26 @@ def detect_stale(*, now: datetime | None = None, by: Actor | None = None) -> dic
         Fact.objects.filter(pk__in=[pk for pk, _, _ in locked]).update(
             status=FactStatus.CHALLENGED, status_changed_at=now
         )
-        # One event per fact, like record_event writes, but in one statement: a first run over a
-        # large old workspace may challenge thousands.
-        AuditEvent.objects.bulk_create(
-            AuditEvent(
-                workspace_id=workspace_id,
-                actor_agent=by.agent,
-                actor_user=by.user,
-                actor_label=by.label,
-                verb="fact.challenged",
-                target_type="fact",
-                target_id=pk,
-                detail={
-                    "from": FactStatus.ACTIVE,
-                    "to": FactStatus.CHALLENGED,
-                    "reason": ChallengeReason.STALE,
-                    "detail": f"not validated for {profile.stale_after_days} days"
-                    + (f" (last {validated:%Y-%m-%d})" if validated else " (never validated)"),
-                },
-                created_at=now,
-            )
-            for pk, workspace_id, validated in locked
+        # A first run over a large old workspace may challenge thousands: one INSERT.
+        record_events(
+            actor=by,
+            verb="fact.challenged",
+            target_type="fact",
+            at=now,
+            events=(
+                (
+                    workspace_id,
+                    pk,
+                    {
+                        "from": FactStatus.ACTIVE,
+                        "to": FactStatus.CHALLENGED,
+                        "reason": ChallengeReason.STALE,
+                        "detail": f"not validated for {profile.stale_after_days} days"
+                        + (f" (last {validated:%Y-%m-%d})" if validated else " (never validated)"),
+                    },
+                )
+                for pk, workspace_id, validated in locked
+            ),
         )
         counts[profile.memory_type] = len(locked)
     return counts
