@@ -8,6 +8,7 @@ memory.services; list pages select their relations up front so they stay free of
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from django import forms
@@ -78,6 +79,17 @@ def admin_link(model: type[models.Model], pk: int | None, text: object) -> SafeS
 
 def excerpt(text: str, chars: int = 80) -> str:
     return Truncator(text).chars(chars)
+
+
+def count_column(annotation: str, description: str) -> Callable[[Any, Any], int]:
+    """A sortable changelist column showing a count annotated by get_queryset (count_related)."""
+
+    @admin.display(description=description, ordering=annotation)
+    def column(self: Any, obj: Any) -> int:
+        return int(getattr(obj, annotation))
+
+    column.__name__ = annotation
+    return column
 
 
 def count_related(model: type[models.Model], accessor: str) -> Coalesce:
@@ -276,21 +288,10 @@ class WorkspaceAdmin(WorkspaceScopedAdmin):
             )
         )
 
-    @admin.display(description="members", ordering="member_count")
-    def member_count(self, obj: Any) -> int:
-        return obj.member_count
-
-    @admin.display(description="agents", ordering="agent_count")
-    def agent_count(self, obj: Any) -> int:
-        return obj.agent_count
-
-    @admin.display(description="domains", ordering="domain_count")
-    def domain_count(self, obj: Any) -> int:
-        return obj.domain_count
-
-    @admin.display(description="facts", ordering="fact_count")
-    def fact_count(self, obj: Any) -> int:
-        return obj.fact_count
+    member_count = count_column("member_count", "members")
+    agent_count = count_column("agent_count", "agents")
+    domain_count = count_column("domain_count", "domains")
+    fact_count = count_column("fact_count", "facts")
 
     # A workspace created by someone who is not a member would vanish from their own view.
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -332,9 +333,7 @@ class RepoAdmin(WorkspaceScopedAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         return super().get_queryset(request).annotate(domain_count=count_related(Repo, "domains"))
 
-    @admin.display(description="domains", ordering="domain_count")
-    def domain_count(self, obj: Any) -> int:
-        return obj.domain_count
+    domain_count = count_column("domain_count", "domains")
 
     def get_readonly_fields(self, request: HttpRequest, obj: Repo | None = None) -> tuple[str, ...]:
         # Moving a repo would carry its domains and facts into another workspace.
@@ -358,9 +357,7 @@ class RoleAdmin(WorkspaceScopedAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         return super().get_queryset(request).annotate(agent_count=count_related(Role, "agents"))
 
-    @admin.display(description="agents", ordering="agent_count")
-    def agent_count(self, obj: Any) -> int:
-        return obj.agent_count
+    agent_count = count_column("agent_count", "agents")
 
     def get_readonly_fields(self, request: HttpRequest, obj: Role | None = None) -> tuple[str, ...]:
         # Grants and agents hang off the role inside its workspace.
@@ -398,13 +395,8 @@ class MemoryDomainAdmin(GuardedModelAdminMixin, WorkspaceScopedAdmin):  # type: 
     def label(self, obj: MemoryDomain) -> str:
         return obj.label
 
-    @admin.display(description="facts", ordering="fact_count")
-    def fact_count(self, obj: Any) -> int:
-        return obj.fact_count
-
-    @admin.display(description="policies", ordering="policy_count")
-    def policy_count(self, obj: Any) -> int:
-        return obj.policy_count
+    fact_count = count_column("fact_count", "facts")
+    policy_count = count_column("policy_count", "policies")
 
     def get_readonly_fields(self, request: HttpRequest, obj: MemoryDomain | None = None) -> tuple[str, ...]:
         # Facts and grants belong to the domain where it is: its scope is fixed at creation.
@@ -904,9 +896,7 @@ class EpisodeAdmin(WorkspaceScopedAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         return super().get_queryset(request).annotate(fact_count=count_related(Episode, "links"))
 
-    @admin.display(description="facts", ordering="fact_count")
-    def fact_count(self, obj: Any) -> int:
-        return obj.fact_count
+    fact_count = count_column("fact_count", "facts")
 
 
 @admin.register(EpisodeFact)
@@ -996,6 +986,17 @@ def gate_badge(gate: dict[str, str]) -> SafeString:
         mark,
         gate["status"],
     )
+
+
+def _gate_column(gate: str, description: str) -> Callable[[Any, Candidate], SafeString]:
+    """A changelist column showing one gate of the candidate's scorecard as a badge."""
+
+    @admin.display(description=description)
+    def column(self: Any, obj: Candidate) -> SafeString:
+        return gate_badge(self._gates(obj)[gate])
+
+    column.__name__ = f"gate_{gate}"
+    return column
 
 
 def scorecard_table(scorecard: dict[str, dict[str, str]]) -> SafeString | str:
@@ -1132,25 +1133,11 @@ class CandidateAdmin(WorkspaceScopedAdmin):
     def domain_label(self, obj: Candidate) -> str:
         return obj.domain.label
 
-    @admin.display(description="class gate")
-    def gate_failure_class(self, obj: Candidate) -> SafeString:
-        return gate_badge(self._gates(obj)["failure_class"])
-
-    @admin.display(description="evidence")
-    def gate_evidence(self, obj: Candidate) -> SafeString:
-        return gate_badge(self._gates(obj)["evidence"])
-
-    @admin.display(description="provenance")
-    def gate_provenance(self, obj: Candidate) -> SafeString:
-        return gate_badge(self._gates(obj)["provenance"])
-
-    @admin.display(description="scope")
-    def gate_scope(self, obj: Candidate) -> SafeString:
-        return gate_badge(self._gates(obj)["scope"])
-
-    @admin.display(description="human review")
-    def gate_human_review(self, obj: Candidate) -> SafeString:
-        return gate_badge(self._gates(obj)["human_review"])
+    gate_failure_class = _gate_column("failure_class", "class gate")
+    gate_evidence = _gate_column("evidence", "evidence")
+    gate_provenance = _gate_column("provenance", "provenance")
+    gate_scope = _gate_column("scope", "scope")
+    gate_human_review = _gate_column("human_review", "human review")
 
     @admin.display(description="fact")
     def fact_link(self, obj: Candidate) -> SafeString | str:

@@ -21,6 +21,9 @@ from tests.factories import (
     WorkspaceFactory,
 )
 
+# The `chromium` fixture of the browser tests (Playwright driving Debian Chromium).
+pytest_plugins = ["tests.browser_fixtures"]
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 

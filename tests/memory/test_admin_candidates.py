@@ -56,6 +56,15 @@ def test_changelist_shows_gate_columns_and_filters(world, admin_client_of):
     assert "held-one" in page and "blocked-one" in page
     assert "✗ failed" in page and "… pending" in page
     assert "held: no anti-scope" in page  # the reason is the badge's title
+    for gate, header in [
+        ("failure_class", "Class gate"),
+        ("evidence", "Evidence"),
+        ("provenance", "Provenance"),
+        ("scope", "Scope"),
+        ("human_review", "Human review"),
+    ]:
+        column = page[page.index(f'<th scope="col" class="column-gate_{gate}">') :]
+        assert f"<span>{header}</span>" in column[: column.index("</th>")], gate
     filtered = admin_client_of.get(reverse(CHANGELIST), {"promotion_status__exact": "held"}).content.decode()
     assert "held-one" in filtered and "blocked-one" not in filtered
     by_class = admin_client_of.get(reverse(CHANGELIST), {"failure_class__exact": "environment_blocker"})

@@ -23,33 +23,16 @@ def test_create_domain_with_repo_creates_the_repo_and_a_separate_store(world):
     assert {"architecture", "repo:mobile/architecture"} <= labels
 
 
+def _grant(domain: str, level: str) -> None:
+    args = ["--workspace", "acme", "--role", "coder", "--domain", domain, "--level", level]
+    call_command("grant", *args, stdout=io.StringIO())
+
+
 def test_grant_sets_one_level_and_missing_rows_mean_read(world):
     assert effective_level(role_id=world.coder_role.pk, domain_id=world.architecture.pk) == "read"
-    call_command(
-        "grant",
-        "--workspace",
-        "acme",
-        "--role",
-        "coder",
-        "--domain",
-        "architecture",
-        "--level",
-        "none",
-        stdout=io.StringIO(),
-    )
+    _grant("architecture", "none")
     assert effective_level(role_id=world.coder_role.pk, domain_id=world.architecture.pk) == "none"
-    call_command(
-        "grant",
-        "--workspace",
-        "acme",
-        "--role",
-        "coder",
-        "--domain",
-        "repo:web/context",
-        "--level",
-        "write",
-        stdout=io.StringIO(),
-    )
+    _grant("repo:web/context", "write")
     assert effective_level(role_id=world.coder_role.pk, domain_id=world.repo_context.pk) == "write"
 
 

@@ -5,7 +5,7 @@ import pytest
 from memory.actors import Actor
 from memory.models import EpisodeFact
 from memory.services.facts import FactInput, create_episode, propose_fact, supersede_fact
-from tests.browser_fixtures import chromium, logged_in_page, screenshot  # noqa: F401
+from tests.browser_fixtures import logged_in_page, screenshot
 from tests.conftest import client_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -41,7 +41,7 @@ def _facts(world):
     return first, second, other
 
 
-def test_admin_switches_a_grant_cell_and_the_api_obeys_at_once(world, live_server, chromium):  # noqa: F811
+def test_admin_switches_a_grant_cell_and_the_api_obeys_at_once(world, live_server, chromium):
     from playwright.sync_api import expect
 
     _facts(world)
@@ -58,13 +58,13 @@ def test_admin_switches_a_grant_cell_and_the_api_obeys_at_once(world, live_serve
     assert not any(f["domain"] == "architecture" for f in agent.get("/api/v1/facts/").json()["results"])
 
 
-def test_a_member_without_admin_rights_sees_the_matrix_read_only(world, live_server, chromium):  # noqa: F811
+def test_a_member_without_admin_rights_sees_the_matrix_read_only(world, live_server, chromium):
     page = logged_in_page(chromium, world.reviewer, live_server.url)
     page.goto(f"{live_server.url}/access/acme/")
     assert page.get_by_test_id("cell-coder-architecture").get_by_role("button").count() == 0
 
 
-def test_searching_facts_and_opening_a_fact_history(world, live_server, chromium):  # noqa: F811
+def test_searching_facts_and_opening_a_fact_history(world, live_server, chromium):
     from playwright.sync_api import expect
 
     _first, second, _ = _facts(world)
@@ -80,7 +80,7 @@ def test_searching_facts_and_opening_a_fact_history(world, live_server, chromium
     screenshot(page, "memory-browser")
 
 
-def test_graph_tab_renders_nodes(world, live_server, chromium):  # noqa: F811
+def test_graph_tab_renders_nodes(world, live_server, chromium):
     from playwright.sync_api import expect
 
     _facts(world)
@@ -91,7 +91,7 @@ def test_graph_tab_renders_nodes(world, live_server, chromium):  # noqa: F811
     screenshot(page, "knowledge-graph")
 
 
-def test_policies_tab_shows_the_budget_and_switches_policies(world, live_server, chromium):  # noqa: F811
+def test_policies_tab_shows_the_budget_and_switches_policies(world, live_server, chromium):
     from playwright.sync_api import expect
 
     from tests.factories import PolicyFactory

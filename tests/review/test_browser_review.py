@@ -3,66 +3,20 @@ the agent runtime long-polls it over HTTP (agents.review_helper), as in SPEC §8
 
 import queue
 import threading
-from pathlib import Path
 
 import pytest
-from django.conf import settings as django_settings
-from django.db import connections
-from django.test import Client
 
 from agents.review_helper import ReviewClient, ReviewOutcome
 from memory.models import Fact
+from tests.browser_fixtures import logged_in_page, screenshot
 from tests.review.samples import FILES, OUTPUT
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-dev-shm-usage",
-]
-SCREENSHOTS = Path(django_settings.BASE_DIR) / "artifacts" / "screenshots"
 EDITED_NOTE = "The user wants pull requests under 300 lines and imperative commit messages."
 
 
-@pytest.fixture
-def sync_playwright_allowed(monkeypatch):
-    # Playwright's sync API runs an event loop in this thread; Django's ORM refuses to run
-    # where a loop is running unless told that this (test) code is not async.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
-
-@pytest.fixture
-def browser(sync_playwright_allowed):
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: `apt-get install chromium` (never `playwright install`).")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield browser
-        finally:
-            browser.close()
-            # Inside `sync_playwright()` code runs in another context (greenlet), and Django keeps
-            # one connection per context: the test body's would otherwise stay open forever and
-            # block dropping the test database.
-            connections.close_all()
-
-
-def _session_cookie(user, base_url):
-    client = Client()
-    client.force_login(user)
-    cookie = client.cookies[django_settings.SESSION_COOKIE_NAME]
-    return {"name": cookie.key, "value": cookie.value, "url": base_url}
-
-
-def test_reviewer_deselects_edits_and_approves_while_the_agent_long_polls(world, live_server, browser):
+def test_reviewer_deselects_edits_and_approves_while_the_agent_long_polls(world, live_server, chromium):
     from playwright.sync_api import expect
 
     expect.set_options(timeout=20_000)
@@ -90,9 +44,7 @@ def test_reviewer_deselects_edits_and_approves_while_the_agent_long_polls(world,
     assert review is not None, outcome.get("value")
     assert review["review_url"] == f"{live_server.url}/review/remember/{review['id']}/"
 
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.add_cookies([_session_cookie(world.reviewer, live_server.url)])
-    page = context.new_page()
+    page = logged_in_page(chromium, world.reviewer, live_server.url)
 
     # The reviewer finds the waiting review in the queue on the dashboard.
     page.goto(live_server.url + "/")
@@ -116,8 +68,7 @@ def test_reviewer_deselects_edits_and_approves_while_the_agent_long_polls(world,
     expect(contributing.get_by_test_id("saved")).to_be_visible()
     assert page.evaluate("window.__noReload") is True  # still the same document
 
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / "remember-review.png"), full_page=True)
+    screenshot(page, "remember-review")
 
     # Survives a refresh mid-review: everything is in the database.
     page.reload()
@@ -129,7 +80,7 @@ def test_reviewer_deselects_edits_and_approves_while_the_agent_long_polls(world,
     expect(result).to_contain_text("Approved")
     expect(result).to_contain_text("human edited")
     expect(page.get_by_test_id("approve")).to_have_count(0)
-    page.screenshot(path=str(SCREENSHOTS / "remember-review-approved.png"), full_page=True)
+    screenshot(page, "remember-review-approved")
 
     # The agent's long-poll returns the stored ids; it consumed the review.
     agent.join(timeout=60)
@@ -149,10 +100,10 @@ def test_reviewer_deselects_edits_and_approves_while_the_agent_long_polls(world,
     # A second reviewer arriving late is told it was already resolved.
     page.goto(review["review_url"])
     expect(page.get_by_test_id("outcome")).to_contain_text("Approved by reviewer")
-    context.close()
+    page.context.close()
 
 
-def test_a_stale_page_learns_in_place_that_another_reviewer_resolved_it(world, live_server, browser):
+def test_a_stale_page_learns_in_place_that_another_reviewer_resolved_it(world, live_server, chromium):
     from playwright.sync_api import expect
 
     from memory.actors import Actor
@@ -160,9 +111,7 @@ def test_a_stale_page_learns_in_place_that_another_reviewer_resolved_it(world, l
 
     expect.set_options(timeout=20_000)
     review = submit_review(agent=world.coder, session_id="s", output=OUTPUT, files=FILES, repo="web")
-    context = browser.new_context()
-    context.add_cookies([_session_cookie(world.reviewer, live_server.url)])
-    page = context.new_page()
+    page = logged_in_page(chromium, world.reviewer, live_server.url)
     page.goto(f"{live_server.url}/review/remember/{review.pk}/")
     expect(page.get_by_test_id("approve")).to_be_visible()
 
@@ -170,4 +119,4 @@ def test_a_stale_page_learns_in_place_that_another_reviewer_resolved_it(world, l
     page.get_by_test_id("reject").click()
     expect(page.get_by_test_id("conflict")).to_contain_text("already approved by wsadmin")
     expect(page.get_by_test_id("outcome")).to_contain_text("Approved")
-    context.close()
+    page.context.close()

@@ -7,7 +7,7 @@ from memory.actors import Actor
 from memory.models import Candidate, Conflict, Fact
 from memory.services.facts import FactInput, propose_fact
 from memory.services.lifecycle import challenge_fact
-from tests.browser_fixtures import chromium, logged_in_page, screenshot  # noqa: F401
+from tests.browser_fixtures import logged_in_page, screenshot
 from tests.conftest import client_for
 
 DOC = {
@@ -136,7 +136,7 @@ def test_queue_page_query_count_is_bounded(world, client, django_assert_max_num_
 @pytest.mark.browser
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_reviewer_decides_a_candidate_from_the_queue_with_the_diff_visible(world, live_server, chromium):  # noqa: F811
+def test_reviewer_decides_a_candidate_from_the_queue_with_the_diff_visible(world, live_server, chromium):
     from playwright.sync_api import expect
 
     visible, _hidden = seed(world)
