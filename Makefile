@@ -14,13 +14,14 @@ export TRANSFORMERS_OFFLINE := 1
 # pip warns about every optional local index that does not exist on this machine; hide that noise.
 QUIET_PIP := grep -v "is ignored: it is neither a file nor a directory" || true
 
-.PHONY: help install run test lint format bench eval load stop clean serve-prod
+.PHONY: help install run test lint format bench eval eval-writes load stop clean serve-prod
 
 help:
 	@echo "make run    install everything, start the embedded PostgreSQL, load the demo, serve on 127.0.0.1:$(PORT)"
 	@echo "make test   lint (ruff, mypy) then the whole test suite on real PostgreSQL"
 	@echo "make bench  recall and ingest benchmarks (not part of make test)"
 	@echo "make eval   recall quality on the labelled set (recall@10, nDCG@10)"
+	@echo "make eval-writes  the write classifier on labelled pairs: same / contradicts / separate / unsure"
 	@echo "make serve-prod  gunicorn + Celery worker and beat on Redis (production shape)"
 	@echo "make load   50 simulated agents for 60 s against gunicorn: p50/p95/p99 per endpoint"
 	@echo "make stop   stop the embedded PostgreSQL"
@@ -76,3 +77,6 @@ clean: stop
 
 eval: install
 	@$(PY) -m bench.eval
+
+eval-writes: install
+	@$(PY) -m bench.eval_writes $(EVAL_WRITES_ARGS)
