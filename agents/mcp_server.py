@@ -28,7 +28,11 @@ logger = logging.getLogger("engram.mcp")
 
 SearchMode = Literal["keyword", "semantic", "hybrid"]
 MemoryType = Literal["commitment", "event", "observation", "decision", "convention", "procedure", "profile"]
-Veracity = Literal["human_stated", "agent_inferred", "imported", "tool_generated"]
+# What an agent may state (issue 13). human_stated is offered only to an agent a workspace admin
+# marked as relaying people's words; the service refuses it from any other (veracity_not_allowed).
+AgentVeracity = Literal["agent_inferred", "tool_generated", "imported"]
+RelayVeracity = Literal["agent_inferred", "tool_generated", "imported", "human_stated"]
+ConflictStatus = Literal["open", "decided", "dismissed"]
 FailureClass = Literal[
     "agent_failure", "verification_failure", "environment_blocker", "flaky_blocker", "harness_blocker"
 ]
@@ -87,7 +91,9 @@ class EngramTools:
     def __init__(self, key: str, *, site_url: str = "") -> None:
         self.key = key
         self.site_url = site_url.rstrip("/")
-        self.agent_id = agent_for_key(key).pk
+        agent = agent_for_key(key)
+        self.agent_id = agent.pk
+        self.relays_human_words = agent.relays_human_words
 
     def call(self, operation: Callable[..., ops.Result], *args: Any, **kwargs: Any) -> CallToolResult:
         close_old_connections()
@@ -135,22 +141,26 @@ def build_server(key: str, *, site_url: str = "") -> MCPServer:
         return tools.call(ops.search, _given(query=query, mode=mode, repo=repo, domain=domain, limit=limit))
 
     # --- writes ----------------------------------------------------------------------------
-    @server.tool(annotations=WRITE)
     def propose_fact(
         domain: str,
         topic: str,
         content: str,
         memory_type: MemoryType,
         repo: str | None = None,
-        veracity: Veracity = "agent_inferred",
+        veracity: AgentVeracity = "agent_inferred",
         observed_at: str | None = None,
         valid_until: str | None = None,
         source_observation_ids: list[int] | None = None,
         episode_id: int | None = None,
     ) -> CallToolResult:
-        """Propose a fact. Stating a known fact again re-mentions it; a contradiction on the same
-        domain+topic is resolved (higher veracity, then confidence, then newer wins) and recorded.
-        Answers the fact and the outcome: created, re_mentioned, conflict_won or conflict_lost."""
+        """Propose a fact. Stating a known fact again re-mentions it (your words are kept as a
+        mention); a contradiction on the same domain+topic is resolved (higher veracity, then
+        confidence, then newer wins) and recorded; when the wording cannot tell, both facts stay
+        live and a person decides. veracity: agent_inferred (default), tool_generated or imported.
+        observed_at: when it was true (default now; never in the future). episode_id: an episode
+        you opened (your preamble, search or memory run). Answers the fact, the outcome (created,
+        re_mentioned, conflict_won, conflict_lost or possible_conflict, with conflict_id) and the
+        reason."""
         raw = _given(
             domain=domain,
             repo=repo,
@@ -164,6 +174,14 @@ def build_server(key: str, *, site_url: str = "") -> MCPServer:
             episode_id=episode_id,
         )
         return tools.call(ops.propose_fact, raw)
+
+    if tools.relays_human_words:
+        # Read when the server starts; the service checks the flag again on every call.
+        propose_fact.__annotations__["veracity"] = "RelayVeracity"
+        propose_fact.__doc__ = (propose_fact.__doc__ or "") + (
+            "\n        You relay people's own words: use human_stated only for what a person said."
+        )
+    server.tool(annotations=WRITE)(propose_fact)
 
     @server.tool(annotations=WRITE)
     def supersede_fact(fact_id: int, content: str, reason: str | None = None) -> CallToolResult:
@@ -190,9 +208,14 @@ def build_server(key: str, *, site_url: str = "") -> MCPServer:
         topic: str | None = None,
         limit: int = 50,
         offset: int = 0,
+        status: ConflictStatus | None = None,
     ) -> CallToolResult:
-        """Recorded conflicts between facts: winner, loser, the rule that decided, when."""
-        return tools.call(ops.list_conflicts, _given(domain=domain, repo=repo, topic=topic), limit=limit, offset=offset)
+        """Recorded conflicts between facts: the pair (existing, proposed), winner, loser, the rule
+        that decided, when. status open: possible conflicts a person has yet to decide (no winner,
+        both facts live); dismissed: a person said both are true. One page: limit 1–200
+        (ENGRAM_API_MAX_PAGE_SIZE), offset ≥ 0; out of range is refused (invalid_input)."""
+        raw = _given(domain=domain, repo=repo, topic=topic, status=status)
+        return tools.call(ops.list_conflicts, raw, limit=limit, offset=offset)
 
     @server.tool(annotations=REPLACE)
     def update_my_notes(notes: str) -> CallToolResult:

@@ -40,6 +40,16 @@ class Agent(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     revoked_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    relays_human_words = models.BooleanField(
+        default=False,
+        help_text="Relays people's own words (e.g. a chat front end): may propose human_stated facts. "
+        "Only a workspace admin sets it; every change is audited.",
+    )
+    is_verifier = models.BooleanField(
+        default=False,
+        help_text="Independent verifier: its replays count for the evidence gate of candidates it did not "
+        "submit. Only a workspace admin sets it; every change is audited.",
+    )
 
     objects = AgentQuerySet.as_manager()
 

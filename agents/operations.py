@@ -22,12 +22,12 @@ from agents.api import serializers as s
 from agents.api import serializers_candidates as sc
 from agents.api import serializers_runs as sr
 from agents.api.inputs import validated
+from agents.api.pagination import page_bounds
 from agents.models import Agent
 from agents.selectors_runs import bank_of, run_for_agent
 from memory import selectors
 from memory.actors import Actor
-from memory.errors import InvalidInput
-from memory.models import MemoryDomain
+from memory.models import Job, MemoryDomain
 from memory.search.hybrid import search_memory
 from memory.search.preamble import build_preamble
 from memory.selectors_candidates import candidates_for_agent
@@ -35,8 +35,10 @@ from memory.selectors_notes import notes_for
 from memory.selectors_policies import policy_list_for_agent
 from memory.services import facts as fact_services
 from memory.services import hot as hot_services
+from memory.services import jobs as job_services
 from memory.services import notes as note_services
 from memory.services import policies as policy_services
+from memory.services.tenancy import require_visible_domain
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,7 @@ def propose_fact(agent: Agent, raw: Any) -> Result:
         "conflict_id": result.conflict.pk if result.conflict else None,
         "similarity": round(result.similarity, 4) if result.similarity is not None else None,
         "compared_with": result.compared_with,
+        "reason": result.reason,
     }
     return Result(http.HTTP_201_CREATED, body)
 
@@ -133,11 +136,12 @@ def propose_policy(agent: Agent, raw: Any) -> Result:
     return Result(http.HTTP_201_CREATED, dict(s.PolicyOut(policy).data))
 
 
-def list_conflicts(agent: Agent, raw: Any, *, limit: int = 50, offset: int = 0) -> Result:
-    """Conflicts in the API's page shape ({count, next, previous, results}); no page links."""
+def list_conflicts(agent: Agent, raw: Any, *, limit: int | None = None, offset: int | None = None) -> Result:
+    """Conflicts in the API's page shape ({count, next, previous, results}); no page links.
+    `limit` and `offset` follow the API's page rule (agents.api.pagination): 400 when out of range."""
     filters = validated(s.ConflictListQuery, raw)
+    limit, offset = page_bounds({"limit": limit, "offset": offset})
     qs = selectors.conflicts_for_agent(agent, filters)
-    limit, offset = max(1, min(limit, 200)), max(0, offset)
     page = list(qs[offset : offset + limit])
     body = {"count": qs.count(), "next": None, "previous": None, "results": s.ConflictOut(page, many=True).data}
     return Result(http.HTTP_200_OK, body)
@@ -164,30 +168,60 @@ def remember(agent: Agent, raw: Any) -> Result:
     return Result(http.HTTP_201_CREATED, dict(s.HotEntryOut(entry).data))
 
 
-def run_task(task: Any, *args: Any) -> Result:
-    """Inline mode answers with the task's report; with a broker the work is queued (202)."""
+def run_job(task: Any, *args: Any, agent: Agent, kind: str, scope: str) -> Result:
+    """Run `task` as the one job of `scope` (memory.services.jobs). While that job is queued or
+    running, a request joins it: 202 {"status": "queued"|"running", "task_id", "joined": true}.
+    Otherwise inline mode runs it and answers its report (200 "done"); with a broker it is
+    queued (202 "queued"). `task_id` names the job either way."""
     from django.conf import settings
 
+    claim = job_services.claim_job(
+        workspace_id=agent.workspace_id, kind=kind, scope=scope, arguments={"args": list(args)}, requested_by=agent
+    )
+    job = claim.job
+    if not claim.created:
+        return Result(http.HTTP_202_ACCEPTED, {"status": job.state, "task_id": job.task_id, "joined": True})
     if settings.CELERY_TASK_ALWAYS_EAGER:
-        report = task.apply(args=args).get()
-        return Result(http.HTTP_200_OK, {"status": "done", "task_id": None, **report})
-    queued = task.delay(*args)
-    return Result(http.HTTP_202_ACCEPTED, {"status": "queued", "task_id": queued.id})
+        report = task.apply(args=args, kwargs={"job_id": job.pk}, task_id=job.task_id).get()
+        return Result(http.HTTP_200_OK, {"status": "done", "task_id": job.task_id, "joined": False, **report})
+    try:
+        task.apply_async(args=args, kwargs={"job_id": job.pk}, task_id=job.task_id)
+    except Exception as exc:  # broker unreachable: free the scope at once rather than at expiry
+        job_services.finish_job(job.pk, error=f"not queued: {type(exc).__name__}")
+        raise
+    return Result(http.HTTP_202_ACCEPTED, {"status": "queued", "task_id": job.task_id, "joined": False})
 
 
 def consolidate(agent: Agent, raw: Any) -> Result:
+    """consolidate_memory: one job at a time per agent and session."""
     from memory.tasks import consolidate_memory
 
     data = validated(s.ConsolidateIn, raw)
-    return run_task(consolidate_memory, agent.pk, data.get("session_id"))
+    session_id = data.get("session_id") or None
+    return run_job(
+        consolidate_memory,
+        agent.pk,
+        session_id,
+        agent=agent,
+        kind=Job.Kind.CONSOLIDATE,
+        scope=job_services.consolidate_scope(agent.pk, session_id),
+    )
 
 
 def harmonize(agent: Agent, raw: Any) -> Result:
+    """harmonize_memory: one job at a time per workspace, whichever agent or domain asked."""
     from memory.tasks import harmonize_memory
 
     data = validated(s.HarmonizeIn, raw)
     domain = _optional_domain(agent, data)
-    return run_task(harmonize_memory, agent.pk, domain.pk if domain else None)
+    return run_job(
+        harmonize_memory,
+        agent.pk,
+        domain.pk if domain else None,
+        agent=agent,
+        kind=Job.Kind.HARMONIZE,
+        scope=job_services.harmonize_scope(agent.workspace_id),
+    )
 
 
 def submit_review(agent: Agent, raw: Any, *, site_url: str = "") -> Result:
@@ -276,12 +310,7 @@ def _finish_domain(agent: Agent, data: Mapping[str, Any]) -> MemoryDomain | None
     if data.get("domain"):
         return selectors.domain_for_agent(agent, domain=data["domain"], repo=data.get("repo"))
     domain = run_services.default_candidate_domain(agent.workspace_id)
-    if not MemoryDomain.objects.visible_to(agent).filter(pk=domain.pk).exists():
-        raise InvalidInput(
-            f"Unknown domain {domain.label!r}.",
-            code="unknown_domain",
-            fields={"domain": ["Name a domain you can see."]},
-        )
+    require_visible_domain(agent, domain)  # an existing `knowledge` may be `none` for this role
     return domain
 
 

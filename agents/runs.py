@@ -23,7 +23,7 @@ from memory.errors import InvalidInput, NotFound, StateConflict
 from memory.models import Candidate, FailureClass, MemoryDomain, MemoryType, Workspace
 from memory.services import promotion
 from memory.services.facts import create_episode
-from memory.services.tenancy import create_domain
+from memory.services.tenancy import create_domain, require_visible_domain
 
 TASK_MAX = 20_000
 STATUS_MAX = 8_000
@@ -36,6 +36,8 @@ RATIONALE_MAX = 2_000
 WINDOW_MAX = 8
 WINDOW_TEXT_MAX = 2_000
 ITEM_ID_MAX = 100
+# Bounded reads: the whole bank is answered by `GET runs/{id}/bank/` and shown on the run page.
+BANK_ITEMS_MAX = 200  # knowledge items, and procedural items, per run
 # Item ids travel in URL paths (`bank/items/{item_id}/`): no slash, no spaces.
 ITEM_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,99}$")
 ITEM_ID_RULE = (
@@ -141,6 +143,12 @@ def _upsert(run: MemoryRun, kind: str, item_id: str, values: dict[str, Any]) -> 
     now = timezone.now()
     item = BankItem.objects.filter(run=run, kind=kind, item_id=item_id).first()
     if item is None:
+        if BankItem.objects.filter(run=run, kind=kind).count() >= BANK_ITEMS_MAX:  # the run row is locked
+            raise StateConflict(
+                f"Run {run.pk} already holds {BANK_ITEMS_MAX} {kind} items: replace one (same id) or delete one.",
+                code="bank_full",
+                fields={"id": [f"At most {BANK_ITEMS_MAX} {kind} items per run."]},
+            )
         return BankItem.objects.create(
             run=run, kind=kind, item_id=item_id, created_at=now, updated_at=now, **values
         ), True
@@ -360,6 +368,8 @@ def finish_run(
         target = domain or default_candidate_domain(run.workspace_id)
         if target.workspace_id != run.workspace_id:
             raise InvalidInput("The domain belongs to another workspace.", fields={"domain": ["Unknown domain."]})
+        if by.agent is not None:
+            require_visible_domain(by.agent, target)
         for item in items:
             plain_tags, _, _ = _scope_of(item)
             item_topic = (topic or (plain_tags[0] if plain_tags else "") or item.item_id)[:200]

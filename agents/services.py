@@ -2,20 +2,80 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import transaction
 from django.utils import timezone
 
 from agents.models import Agent, generate_key, hash_key
 from memory.actors import Actor
 from memory.audit import record_event
-from memory.errors import InvalidInput, StateConflict
-from memory.models import Role, Workspace
+from memory.errors import InsufficientPermission, InvalidInput, StateConflict
+from memory.models import Role, Workspace, WorkspaceMembership
 from memory.services.tenancy import get_or_create_role, get_or_create_workspace
+
+# The trust flags of an agent (issue 13): who sets them is checked here, and every change is audited.
+TRUST_FLAGS = ("relays_human_words", "is_verifier")
+
+
+def may_manage_trust(by: Actor, workspace_id: int) -> bool:
+    """Whether `by` may set an agent's trust flags in that workspace: a superuser, an admin of the
+    workspace (WorkspaceMembership.is_admin), or the system acting for an operator (management
+    commands). Never an agent, never other staff."""
+    if by.agent is not None:
+        return False
+    user = by.user
+    if user is None:
+        return True
+    if not getattr(user, "is_authenticated", False) or not getattr(user, "is_active", False):
+        return False
+    if user.is_superuser:
+        return True
+    return WorkspaceMembership.objects.filter(user=user, workspace_id=workspace_id, is_admin=True).exists()
 
 
 @transaction.atomic
-def create_agent(*, workspace: Workspace, name: str, role: Role, by: Actor) -> tuple[Agent, str]:
-    """Create an agent and return it with its key (shown once, stored hashed)."""
+def set_trust_flags(*, agent: Agent, by: Actor, **flags: bool) -> Agent:
+    """Set `relays_human_words` and/or `is_verifier`. Raises InsufficientPermission (403,
+    `not_workspace_admin`) unless may_manage_trust; one `agent.trust_changed` event per flag
+    that changes, with its old and new value."""
+    unknown = set(flags) - set(TRUST_FLAGS)
+    if unknown:
+        raise InvalidInput(f"Unknown trust flags: {sorted(unknown)}.", code="invalid_trust_flag")
+    agent = Agent.objects.select_for_update().get(pk=agent.pk)
+    changes = {name: bool(value) for name, value in flags.items() if bool(value) != getattr(agent, name)}
+    if not changes:
+        return agent
+    if not may_manage_trust(by, agent.workspace_id):
+        raise InsufficientPermission(
+            "Only an admin of the agent's workspace may change its trust flags.", code="not_workspace_admin"
+        )
+    for name, value in changes.items():
+        old = getattr(agent, name)
+        setattr(agent, name, value)
+        record_event(
+            actor=by,
+            verb="agent.trust_changed",
+            workspace_id=agent.workspace_id,
+            target=agent,
+            detail={"flag": name, "old": old, "new": value},
+        )
+    agent.save(update_fields=list(changes))
+    return agent
+
+
+@transaction.atomic
+def create_agent(
+    *,
+    workspace: Workspace,
+    name: str,
+    role: Role,
+    by: Actor,
+    relays_human_words: bool = False,
+    is_verifier: bool = False,
+) -> tuple[Agent, str]:
+    """Create an agent and return it with its key (shown once, stored hashed). Trust flags asked
+    for at creation go through set_trust_flags (the same check, the same audit events)."""
     if role.workspace_id != workspace.pk:
         raise InvalidInput("The role belongs to another workspace.", code="invalid_role")
     if Agent.objects.filter(workspace=workspace, name=name).exists():
@@ -23,15 +83,33 @@ def create_agent(*, workspace: Workspace, name: str, role: Role, by: Actor) -> t
     key = generate_key()
     agent = Agent.objects.create(workspace=workspace, name=name, role=role, key_hash=hash_key(key), key_hint=key[:12])
     record_event(actor=by, verb="agent.created", workspace_id=workspace.pk, target=agent, detail={"role": role.name})
+    flags: dict[str, Any] = {"relays_human_words": relays_human_words, "is_verifier": is_verifier}
+    if any(flags.values()):
+        agent = set_trust_flags(agent=agent, by=by, **flags)
     return agent, key
 
 
-def create_agent_by_names(*, workspace_slug: str, name: str, role_name: str, by: Actor) -> tuple[Agent, str]:
+def create_agent_by_names(
+    *,
+    workspace_slug: str,
+    name: str,
+    role_name: str,
+    by: Actor,
+    relays_human_words: bool = False,
+    is_verifier: bool = False,
+) -> tuple[Agent, str]:
     """Create the workspace and role when missing, then the agent (manage.py create_agent)."""
     with transaction.atomic():
         workspace = get_or_create_workspace(slug=workspace_slug, by=by)
         role = get_or_create_role(workspace=workspace, name=role_name, by=by)
-        return create_agent(workspace=workspace, name=name, role=role, by=by)
+        return create_agent(
+            workspace=workspace,
+            name=name,
+            role=role,
+            by=by,
+            relays_human_words=relays_human_words,
+            is_verifier=is_verifier,
+        )
 
 
 @transaction.atomic

@@ -57,7 +57,12 @@ def setup() -> list[str]:
         for slug in corpus.REPOS:
             repo = get_or_create_repo(workspace=ws, slug=slug, by=by)
             domains[("context", slug)] = create_domain(workspace=ws, name="context", repo=repo, by=by)
-        keys = [create_agent(workspace=ws, name=f"agent-{i}", role=roles[i % 2], by=by)[1] for i in range(AGENTS)]
+        # The corpus's facts include people's statements (human_stated), which only agents relaying
+        # people's words may propose: the simulated agents are such relays.
+        keys = [
+            create_agent(workspace=ws, name=f"agent-{i}", role=roles[i % 2], by=by, relays_human_words=True)[1]
+            for i in range(AGENTS)
+        ]
     items = [
         IngestItem(
             domain=domains[(f.domain, f.repo)],

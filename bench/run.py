@@ -71,7 +71,9 @@ def setup() -> tuple[str, dict]:
         for slug in corpus.REPOS:
             repo = get_or_create_repo(workspace=ws, slug=slug, by=by)
             domains[("context", slug)] = create_domain(workspace=ws, name="context", repo=repo, by=by)
-        agent, key = create_agent(workspace=ws, name="bench-agent", role=role, by=by)
+        # The corpus mixes people's statements (human_stated) with agents' inferences: the bench agent
+        # imports it as a relay of people's words would (only such an agent may state human_stated).
+        agent, key = create_agent(workspace=ws, name="bench-agent", role=role, by=by, relays_human_words=True)
     return key, {"workspace": ws, "domains": domains, "agent": agent}
 
 

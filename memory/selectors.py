@@ -8,13 +8,15 @@ from typing import TYPE_CHECKING, Any
 from django.db.models import Q, QuerySet
 
 from memory.errors import InvalidInput, NotFound
-from memory.models import Conflict, Fact, MemoryDomain, Policy
-from memory.services.tenancy import parse_domain_label
+from memory.models import Conflict, Fact, FactMention, MemoryDomain, Policy
+from memory.services.tenancy import parse_domain_label, unknown_domain
 
 if TYPE_CHECKING:
     from agents.models import Agent
 
 HISTORY_LIMIT = 200
+MENTIONS_LIMIT = 50
+_CONFLICT_FACTS = ("domain__repo", "winner", "loser", "existing", "proposed")
 
 
 def domain_for_agent(agent: Agent, *, domain: str, repo: str | None = None) -> MemoryDomain:
@@ -32,12 +34,7 @@ def domain_for_agent(agent: Agent, *, domain: str, repo: str | None = None) -> M
     qs = qs.filter(repo__slug=repo_slug) if repo_slug else qs.filter(repo__isnull=True)
     found = qs.first()
     if found is None:
-        shown = f"repo:{repo_slug}/{name}" if repo_slug else name
-        raise InvalidInput(
-            f"Unknown domain {shown!r}.",
-            code="unknown_domain",
-            fields={"domain": [f"No domain {shown!r} in this workspace."]},
-        )
+        raise unknown_domain(f"repo:{repo_slug}/{name}" if repo_slug else name)
     return found
 
 
@@ -88,17 +85,25 @@ def fact_history(fact: Fact) -> list[Fact]:
 
 
 def conflicts_of(fact_ids: list[int]) -> QuerySet[Conflict]:
-    return Conflict.objects.filter(Q(winner_id__in=fact_ids) | Q(loser_id__in=fact_ids)).select_related(
-        "domain__repo", "winner", "loser"
+    """Every conflict involving these facts: decided, open (possible) or dismissed."""
+    return Conflict.objects.filter(Q(existing_id__in=fact_ids) | Q(proposed_id__in=fact_ids)).select_related(
+        *_CONFLICT_FACTS
     )
+
+
+def mentions_of(fact: Fact, *, limit: int = MENTIONS_LIMIT) -> tuple[list[FactMention], int]:
+    """What was said each time the fact was stated again (newest first, at most `limit`) and how
+    many such records there are."""
+    qs = FactMention.objects.filter(fact=fact).select_related("agent")
+    return list(qs.order_by("-created_at", "-id")[:limit]), qs.count()
 
 
 def conflicts_for_agent(agent: Agent, filters: dict[str, Any]) -> QuerySet[Conflict]:
     """Conflicts in the agent's workspace outside its `none` domains."""
     visible = MemoryDomain.objects.visible_to(agent)
-    qs = Conflict.objects.filter(workspace_id=agent.workspace_id, domain__in=visible).select_related(
-        "domain__repo", "winner", "loser"
-    )
+    qs = Conflict.objects.filter(workspace_id=agent.workspace_id, domain__in=visible).select_related(*_CONFLICT_FACTS)
+    if filters.get("status"):
+        qs = qs.filter(status=filters["status"])
     if filters.get("domain"):
         qs = qs.filter(domain=domain_for_agent(agent, domain=filters["domain"], repo=filters.get("repo")))
     if filters.get("topic"):

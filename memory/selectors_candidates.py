@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 def _with_gate_inputs(qs: QuerySet[Candidate]) -> QuerySet[Candidate]:
     return qs.select_related("domain__repo", "human_approved_by").prefetch_related(
-        Prefetch("replays", queryset=Replay.objects.order_by("created_at", "id")),
+        Prefetch("replays", queryset=Replay.objects.select_related("recorded_by_agent").order_by("created_at", "id")),
         Prefetch("decisions", queryset=PromotionDecision.objects.order_by("created_at", "id")),
     )
 

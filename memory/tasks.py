@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import shared_task
 
 from memory.services import embedding as embedding_services
@@ -20,27 +22,33 @@ def embed_missing(limit: int = 10_000) -> int:
 
 
 @shared_task(acks_late=True)
-def consolidate_memory(agent_id: int, session_id: str | None = None) -> dict[str, int]:
-    """Consolidate an agent's hot-tier entries; returns the report."""
+def consolidate_memory(agent_id: int, session_id: str | None = None, job_id: int | None = None) -> dict[str, Any]:
+    """Consolidate an agent's hot-tier entries; returns the report (counts, and `refused`)."""
     from dataclasses import asdict
 
     from agents.models import Agent
     from memory.services.hot import consolidate
+    from memory.services.jobs import run_job
 
-    return asdict(consolidate(agent=Agent.objects.get(pk=agent_id), session_id=session_id))
+    # With `job_id` it runs as that job (memory.services.jobs): skipped if finished or being run.
+    return run_job(job_id, lambda: asdict(consolidate(agent=Agent.objects.get(pk=agent_id), session_id=session_id)))
 
 
 @shared_task(acks_late=True)
-def harmonize_memory(agent_id: int, domain_id: int | None = None) -> dict[str, int]:
+def harmonize_memory(agent_id: int, domain_id: int | None = None, job_id: int | None = None) -> dict[str, Any]:
     """Harmonise diverging facts visible to an agent; returns the report."""
     from dataclasses import asdict
 
     from agents.models import Agent
     from memory.models import MemoryDomain
     from memory.services.hot import harmonize
+    from memory.services.jobs import run_job
 
-    domain = MemoryDomain.objects.get(pk=domain_id) if domain_id else None
-    return asdict(harmonize(agent=Agent.objects.get(pk=agent_id), domain=domain))
+    def work() -> dict[str, Any]:
+        domain = MemoryDomain.objects.get(pk=domain_id) if domain_id else None
+        return asdict(harmonize(agent=Agent.objects.get(pk=agent_id), domain=domain))
+
+    return run_job(job_id, work)  # as consolidate_memory
 
 
 @shared_task(acks_late=True)

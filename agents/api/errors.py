@@ -43,7 +43,9 @@ def error_body(code: str, detail: str, fields: dict[str, Any] | None = None) -> 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, EngramError):
-        return Response(error_body(exc.code, exc.detail, exc.fields), status=exc.status)
+        body = error_body(exc.code, exc.detail, exc.fields)
+        body.update({key: value for key, value in exc.extra.items() if key not in body})
+        return Response(body, status=exc.status)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):

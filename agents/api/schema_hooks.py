@@ -17,11 +17,15 @@ ERROR_SCHEMA = {
     "required": ["code", "detail", "fields"],
 }
 ERRORS = {
-    "400": "Bad input: field errors in `fields`; nothing was written.",
+    "400": "Bad input: field errors in `fields` (`invalid_input`), or a body refused whole (`malformed_json`, "
+    "`json_too_deep`, `duplicate_key`, `invalid_characters`, `integer_out_of_range`, `number_out_of_range`; "
+    "`fields` names where when known); nothing was written.",
     "401": "No key, an unknown key or a revoked key.",
-    "403": "The agent's role lacks the grant (`insufficient_memory_permission`).",
+    "403": "The agent's role lacks the grant (`insufficient_memory_permission`), or the agent claimed a veracity "
+    "it may not state (`veracity_not_allowed`: human_stated needs a person or a relay agent); nothing was written.",
     "404": "Not found, or not visible to this agent (another workspace, a `none` domain).",
     "409": "The object is not in a state that allows this (already superseded, already resolved…).",
+    "411": "A chunked body on a server that cannot read one (`length_required`): send Content-Length.",
     "413": "The body is larger than the server accepts.",
     "429": "Throttled: retry after the number of seconds in Retry-After.",
     "503": "The database is unavailable; retry shortly.",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema_field, inline_serializer
 from rest_framework import serializers
 
@@ -42,6 +43,11 @@ class MeSerializer(serializers.Serializer):
 # --- Facts ---------------------------------------------------------------------------------
 MEMORY_TYPES = ["commitment", "event", "observation", "decision", "convention", "procedure", "profile"]
 VERACITIES = ["human_stated", "agent_inferred", "imported", "tool_generated"]
+VERACITY_HELP = (
+    "Where the fact comes from. An agent states `agent_inferred` (default), `tool_generated` or `imported`. "
+    "`human_stated` is for people's own words: only an agent a workspace admin marked as relaying people's words "
+    "may send it; any other agent gets 403 `veracity_not_allowed` and nothing is written."
+)
 FACT_STATUSES = ["active", "challenged", "deprecated", "archived"]
 
 
@@ -57,13 +63,24 @@ class FactProposeIn(serializers.Serializer):
     topic = serializers.CharField(max_length=200)
     content = serializers.CharField(max_length=16_000)
     memory_type = serializers.ChoiceField(choices=MEMORY_TYPES)
-    veracity = serializers.ChoiceField(choices=VERACITIES, default="agent_inferred")
-    observed_at = serializers.DateTimeField(required=False, allow_null=True, help_text="when it was true; default now")
+    veracity = serializers.ChoiceField(choices=VERACITIES, default="agent_inferred", help_text=VERACITY_HELP)
+    observed_at = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        help_text="when it was true; default now. Not in the future: at most ENGRAM_CLOCK_SKEW_SECONDS (default 300) "
+        "ahead of the server's clock, else 400.",
+    )
     valid_until = serializers.DateTimeField(required=False, allow_null=True)
     source_observation_ids = serializers.ListField(
         child=serializers.IntegerField(min_value=1), required=False, max_length=50
     )
-    episode_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    episode_id = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        help_text="an episode this agent opened (POST episodes/, its preamble or search, or its memory run); "
+        "any other answers 400 `unknown_episode`",
+    )
 
     def validate_content(self, value: str) -> str:
         if len(value) > _max_content():
@@ -117,18 +134,50 @@ class FactOut(serializers.Serializer):
         return fact.domain.repo.slug if fact.domain.repo_id else None
 
 
+CONFLICT_STATUSES = ["open", "decided", "dismissed"]
+CONFLICT_RESOLUTIONS = ["machine", "same", "contradicts", "both_true"]
+
+
 class ConflictOut(serializers.Serializer):
+    """A decided conflict names its winner and loser; a possible conflict (status `open`: the
+    classifier could not tell, a person decides) and one a person resolved as `same` or
+    `both_true` have none — `existing` and `proposed` always name the two facts."""
+
     id = serializers.IntegerField()
     domain = serializers.CharField(source="domain.label")
     topic = serializers.CharField()
-    winner = serializers.IntegerField(source="winner_id")
-    loser = serializers.IntegerField(source="loser_id")
-    winner_content = serializers.CharField(source="winner.content")
-    loser_content = serializers.CharField(source="loser.content")
-    rule = serializers.CharField()
+    status = serializers.ChoiceField(
+        choices=CONFLICT_STATUSES,
+        help_text="open: a possible conflict waiting for a person, both facts live; decided; "
+        "dismissed: a person said both are true",
+    )
+    resolution = serializers.ChoiceField(
+        choices=["", *CONFLICT_RESOLUTIONS],
+        help_text="machine (the rule decided), same (merged: the newer became a re-mention of the older), "
+        "contradicts (a person chose the winner), both_true; empty while open",
+    )
+    existing = serializers.IntegerField(source="existing_id", help_text="the live fact compared against")
+    proposed = serializers.IntegerField(source="proposed_id", help_text="the newcomer")
+    existing_content = serializers.CharField(source="existing.content")
+    proposed_content = serializers.CharField(source="proposed.content")
+    winner = serializers.IntegerField(
+        source="winner_id", allow_null=True, help_text="null unless decided with a winner"
+    )
+    loser = serializers.IntegerField(source="loser_id", allow_null=True, help_text="null unless decided with a winner")
+    winner_content = serializers.SerializerMethodField()
+    loser_content = serializers.SerializerMethodField()
+    rule = serializers.CharField(help_text="veracity, confidence, recency, human (a person decided); empty while open")
+    reason = serializers.CharField(help_text="the classifier's reason, e.g. “contradicts: `tabs` replaces `spaces`”")
     similarity = serializers.FloatField()
     detected_by = serializers.CharField()
     detected_at = serializers.DateTimeField()
+    decided_at = serializers.DateTimeField(allow_null=True)
+
+    def get_winner_content(self, conflict: Any) -> str | None:
+        return conflict.winner.content if conflict.winner_id else None
+
+    def get_loser_content(self, conflict: Any) -> str | None:
+        return conflict.loser.content if conflict.loser_id else None
 
 
 class FactHistoryEntry(serializers.Serializer):
@@ -143,10 +192,44 @@ class FactHistoryEntry(serializers.Serializer):
     supersede_reason = serializers.CharField()
 
 
+class FactMentionOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    text = serializers.CharField(help_text="what was said, verbatim")
+    agent = serializers.SerializerMethodField(help_text="the agent that said it (its name), if an agent did")
+    by_person = serializers.SerializerMethodField(help_text="a person said it")
+    veracity = serializers.CharField()
+    via = serializers.ChoiceField(
+        choices=["proposal", "merge", "review"],
+        help_text="proposal (stated again), merge (a near-duplicate fact merged into this one), "
+        "review (a person decided the two facts say the same)",
+    )
+    observed_at = serializers.DateTimeField()
+    similarity = serializers.FloatField(allow_null=True, help_text="cosine to this fact's text")
+    reason = serializers.CharField(help_text="why it counts as the same")
+    created_at = serializers.DateTimeField()
+
+    def get_agent(self, mention: Any) -> str | None:
+        return mention.agent.name if mention.agent_id else None
+
+    def get_by_person(self, mention: Any) -> bool:
+        return mention.user_id is not None
+
+
 class FactDetailOut(FactOut):
     source_observation_ids = serializers.SerializerMethodField()
     history = serializers.SerializerMethodField()
     conflicts = serializers.SerializerMethodField()
+    mentions = serializers.SerializerMethodField(
+        help_text="what was said each time this fact was stated again, newest first (at most 50)"
+    )
+    mentions_total = serializers.SerializerMethodField(help_text="how many mention records there are in all")
+
+    @extend_schema_field(FactMentionOut(many=True))
+    def get_mentions(self, fact: Any) -> list[dict[str, Any]]:
+        return FactMentionOut(self.context["mentions"], many=True).data  # type: ignore[return-value]
+
+    def get_mentions_total(self, fact: Any) -> int:
+        return int(self.context["mentions_total"])
 
     def get_source_observation_ids(self, fact: Any) -> list[int]:
         return sorted(o.pk for o in fact.source_observations.all())
@@ -160,18 +243,34 @@ class FactDetailOut(FactOut):
         return ConflictOut(self.context["conflicts"], many=True).data  # type: ignore[return-value]
 
 
+PROPOSAL_OUTCOMES = ["created", "re_mentioned", "conflict_won", "conflict_lost", "possible_conflict"]
+
+
 class ProposalOut(serializers.Serializer):
-    fact = FactOut()
-    outcome = serializers.ChoiceField(choices=["created", "re_mentioned", "conflict_won", "conflict_lost"])
-    conflict_id = serializers.IntegerField(allow_null=True)
+    fact = FactOut(help_text="the new fact, or the live fact it re-mentioned")
+    outcome = serializers.ChoiceField(
+        choices=PROPOSAL_OUTCOMES,
+        help_text="created (separate from every live fact); re_mentioned (it restates `compared_with`: no new "
+        "fact, the text is kept as a mention of it); conflict_won / conflict_lost (it contradicts `compared_with`; "
+        "the rule decided and the loser is superseded); possible_conflict (it may contradict `compared_with`, "
+        "the wording cannot tell: both stay live and a person decides; see `conflict_id`)",
+    )
+    conflict_id = serializers.IntegerField(
+        allow_null=True, help_text="the conflict (decided) or possible conflict (open) recorded"
+    )
     similarity = serializers.FloatField(allow_null=True, help_text="cosine to the fact it was compared with")
     compared_with = serializers.IntegerField(allow_null=True)
+    reason = serializers.CharField(
+        help_text="why, in the classifier's words (“contradicts: `tabs` replaces `spaces`”); empty when created"
+    )
 
 
 class EpisodeIn(serializers.Serializer):
     kind = serializers.CharField(max_length=30)
     title = serializers.CharField(max_length=300, required=False, allow_blank=True, default="")
-    started_at = serializers.DateTimeField(required=False, allow_null=True)
+    started_at = serializers.DateTimeField(
+        required=False, allow_null=True, help_text="default now; not in the future (beyond the allowed clock skew)"
+    )
 
 
 class EpisodeOut(serializers.Serializer):
@@ -206,14 +305,35 @@ class ConsolidateIn(serializers.Serializer):
     session_id = serializers.CharField(max_length=200, required=False, allow_null=True)
 
 
+class RefusedEntryOut(serializers.Serializer):
+    id = serializers.IntegerField(help_text="the hot-tier entry")
+    code = serializers.CharField(help_text="unknown_domain")
+    detail = serializers.CharField()
+
+
 class ConsolidateOut(serializers.Serializer):
-    status = serializers.ChoiceField(choices=["done", "queued"])
-    task_id = serializers.CharField(allow_null=True)
+    status = serializers.ChoiceField(
+        choices=["done", "queued", "running"],
+        help_text="done (ran inline, with its report), queued (on a worker), running; see `joined`",
+    )
+    task_id = serializers.CharField(help_text="the job's id")
+    joined = serializers.BooleanField(
+        help_text="true: a job of the same scope was already queued or running; this request joined it (202)"
+    )
     promoted = serializers.IntegerField(required=False)
     re_mentioned = serializers.IntegerField(required=False)
     conflicts = serializers.IntegerField(required=False)
+    possible_conflicts = serializers.IntegerField(
+        required=False, help_text="entries stored beside a live fact they may contradict: a person decides"
+    )
     merged = serializers.IntegerField(required=False)
     entries = serializers.IntegerField(required=False)
+    refused = RefusedEntryOut(
+        many=True,
+        required=False,
+        help_text="entries left unconsolidated: their domain (given, or the default `knowledge`) is not one "
+        "this agent may see; each reads like the answer for a missing domain",
+    )
 
 
 class HarmonizeIn(serializers.Serializer):
@@ -222,18 +342,29 @@ class HarmonizeIn(serializers.Serializer):
 
 
 class HarmonizeOut(serializers.Serializer):
-    status = serializers.ChoiceField(choices=["done", "queued"])
-    task_id = serializers.CharField(allow_null=True)
+    status = serializers.ChoiceField(
+        choices=["done", "queued", "running"],
+        help_text="done (ran inline, with its report), queued (on a worker), running; see `joined`",
+    )
+    task_id = serializers.CharField(help_text="the job's id")
+    joined = serializers.BooleanField(
+        help_text="true: the workspace's harmonize job was already queued or running; this request joined it (202)"
+    )
     topics_checked = serializers.IntegerField(required=False)
     conflicts_found = serializers.IntegerField(required=False)
     resolved = serializers.IntegerField(required=False)
+    possible_conflicts = serializers.IntegerField(
+        required=False, help_text="pairs the classifier could not decide, opened for a person (both stay live)"
+    )
 
 
 # --- Policies, conflicts, private notes (SPEC §4) -----------------------------------------
 class PolicyProposeIn(serializers.Serializer):
     domain = serializers.CharField(max_length=200, help_text="`architecture` or `repo:<slug>/architecture`")
     repo = serializers.SlugField(required=False, allow_null=True, max_length=100)
-    rule = serializers.CharField(max_length=2000)
+    rule = serializers.CharField(
+        max_length=settings.ENGRAM_POLICY_MAX_CHARS, help_text="at most ENGRAM_POLICY_MAX_CHARS (500) characters"
+    )
     required_role = serializers.SlugField(
         required=False, allow_null=True, max_length=64, help_text="a role of the workspace; advisory, shown on the line"
     )
@@ -243,7 +374,9 @@ class PolicyProposeIn(serializers.Serializer):
 
 
 class PolicySupersedeIn(serializers.Serializer):
-    rule = serializers.CharField(max_length=2000)
+    rule = serializers.CharField(
+        max_length=settings.ENGRAM_POLICY_MAX_CHARS, help_text="at most ENGRAM_POLICY_MAX_CHARS (500) characters"
+    )
     reason = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
 
 
@@ -280,6 +413,9 @@ class ConflictListQuery(serializers.Serializer):
     domain = serializers.CharField(required=False, max_length=200)
     repo = serializers.SlugField(required=False, max_length=100)
     topic = serializers.CharField(required=False, max_length=200)
+    status = serializers.ChoiceField(
+        choices=CONFLICT_STATUSES, required=False, help_text="open: possible conflicts waiting for a person"
+    )
 
 
 class NotesIn(serializers.Serializer):

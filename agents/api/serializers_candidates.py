@@ -13,7 +13,7 @@ from rest_framework import serializers
 
 from agents.api.serializers import FactOut
 from memory.models import CANDIDATE_SCHEMA, FailureClass, MemoryType, PromotionDecision, PromotionStatus
-from memory.services.promotion import compute_gates
+from memory.services.promotion import compute_gates, replay_standing
 
 DOCUMENT_KEYS = (
     "schema",
@@ -103,7 +103,10 @@ class PromoteIn(serializers.Serializer):
         required=False, default=False, help_text="true to write; without it the call is a dry run that writes nothing"
     )
     auto = serializers.BooleanField(
-        required=False, default=False, help_text="the automatic path: only replay-verified, no human review required"
+        required=False,
+        default=False,
+        help_text="the automatic path: only when the latest replay by a person or a verifier agent (not the "
+        "submitter) passed, and no human review is required",
     )
 
 
@@ -128,7 +131,17 @@ class ReplayOut(serializers.Serializer):
     passed = serializers.BooleanField()
     details = serializers.CharField()
     recorded_by = serializers.CharField(source="recorded_by_label")
+    counts_as_evidence = serializers.SerializerMethodField(
+        help_text="true only when a person, or a verifier agent other than the candidate's submitter, recorded it"
+    )
+    standing = serializers.SerializerMethodField(help_text="why it counts or does not count")
     created_at = serializers.DateTimeField()
+
+    def get_counts_as_evidence(self, replay: Any) -> bool:
+        return replay_standing(replay.candidate, replay).counts
+
+    def get_standing(self, replay: Any) -> str:
+        return replay_standing(replay.candidate, replay).reason
 
 
 class DecisionOut(serializers.Serializer):

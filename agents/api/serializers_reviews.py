@@ -66,7 +66,11 @@ class ReviewItemOut(serializers.Serializer):
     source = serializers.CharField(help_text="json, or fallback (path found in the text)")  # type: ignore[assignment]
     selected = serializers.BooleanField()
     layer = serializers.CharField(help_text="the layer it is (or was) stored in, after the reviewer's override")
-    stored_fact_id = serializers.IntegerField(allow_null=True)
+    stored_fact_id = serializers.IntegerField(
+        allow_null=True,
+        source="stored_fact_id_for_agent",
+        help_text="null until stored, and when stored in a domain this agent's role may not read",
+    )
 
 
 class ResolutionOut(serializers.Serializer):
@@ -74,6 +78,11 @@ class ResolutionOut(serializers.Serializer):
     selected_paths = serializers.ListField(child=serializers.CharField())
     edits = serializers.DictField(help_text="path → the fields the reviewer overrode (layer, rationale, content)")
     stored_ids = serializers.ListField(child=serializers.IntegerField())
+    withheld_paths = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="paths a person stored in a domain this agent's role may not read: no fact id, no outcome",
+    )
     note = serializers.CharField(help_text="a short sentence the runtime can put in its final answer")
 
 
@@ -96,8 +105,9 @@ class ReviewOut(serializers.Serializer):
 
     @extend_schema_field(ResolutionOut(allow_null=True))
     def get_resolution(self, review: Any) -> dict[str, Any] | None:
-        """Null while pending; afterwards everything the reviewer decided."""
-        return review.resolution or None
+        """Null while pending; afterwards what the reviewer decided, as this agent may read it
+        (review.selectors.review_for_agent withholds facts stored in its `none` domains)."""
+        return review.resolution_for_agent
 
     @extend_schema_field(serializers.URLField())
     def get_review_url(self, review: Any) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -12,6 +11,7 @@ from rest_framework.views import APIView
 from agents import operations
 from agents.api import serializers as s
 from agents.api.inputs import validated
+from agents.api.pagination import BoundedLimitOffsetPagination, page_parameters
 from agents.models import Agent
 from memory import selectors
 from memory.actors import Actor
@@ -40,7 +40,7 @@ class MeView(APIView):
 
 class FactListView(APIView):
     @extend_schema(
-        parameters=[s.FactListQuery],
+        parameters=[s.FactListQuery, *page_parameters()],
         responses={200: s.paginated(s.FactOut, "PaginatedFacts"), **ERRORS},
         operation_id="facts_list",
     )
@@ -48,24 +48,28 @@ class FactListView(APIView):
         """Facts visible to the agent (never another workspace's, never a `none` domain's)."""
         filters = validated(s.FactListQuery, request.query_params)
         qs = selectors.facts_for_agent(agent_of(request), filters)
-        paginator = LimitOffsetPagination()
+        paginator = BoundedLimitOffsetPagination()
         page = paginator.paginate_queryset(qs, request, view=self)
         return paginator.get_paginated_response(s.FactOut(page, many=True).data)
 
     @extend_schema(request=s.FactProposeIn, responses={201: s.ProposalOut, **ERRORS}, operation_id="propose_fact")
     def post(self, request: Request) -> Response:
-        """propose_fact: write through re-mention and conflict detection (SPEC §3)."""
+        """propose_fact: write through re-mention and conflict detection (SPEC §3). 403 `veracity_not_allowed`
+        for `human_stated` from an agent that does not relay people's words; 400 for an `observed_at` in the
+        future or an `episode_id` this agent did not open (`unknown_episode`)."""
         return answer(operations.propose_fact(agent_of(request), request.data))
 
 
 class FactDetailView(APIView):
     @extend_schema(responses={200: s.FactDetailOut, **ERRORS}, operation_id="facts_retrieve")
     def get(self, request: Request, fact_id: int) -> Response:
-        """One fact with its whole supersession chain and its conflicts."""
+        """One fact with its whole supersession chain, its conflicts (possible ones included) and what
+        was said each time it was stated again (`mentions`, newest first, at most 50 of `mentions_total`)."""
         fact = selectors.fact_for_agent(agent_of(request), fact_id)
         history = selectors.fact_history(fact)
         conflicts = list(selectors.conflicts_of([f.pk for f in history]))
-        context = {"history": history, "conflicts": conflicts}
+        mentions, mentions_total = selectors.mentions_of(fact)
+        context = {"history": history, "conflicts": conflicts, "mentions": mentions, "mentions_total": mentions_total}
         return Response(s.FactDetailOut(fact, context=context).data)
 
 
@@ -110,7 +114,9 @@ class ConsolidateView(APIView):
         operation_id="consolidate_memory",
     )
     def post(self, request: Request) -> Response:
-        """consolidate_memory: promote hot-tier entries to facts and merge near-duplicates."""
+        """consolidate_memory: promote hot-tier entries to facts and merge near-duplicates. One job at a
+        time per agent and session: while one is queued or running, the answer is 202 with its `task_id`
+        and `joined: true` instead of a second job."""
         return answer(operations.consolidate(agent_of(request), request.data))
 
 
@@ -121,7 +127,9 @@ class HarmonizeView(APIView):
         operation_id="harmonize_memory",
     )
     def post(self, request: Request) -> Response:
-        """harmonize_memory: resolve contradicting facts written by different agents."""
+        """harmonize_memory: resolve contradicting facts written by different agents. One job at a time
+        per workspace: while one is queued or running, the answer is 202 with its `task_id` and
+        `joined: true` instead of a second job."""
         return answer(operations.harmonize(agent_of(request), request.data))
 
 

@@ -11,7 +11,6 @@ from typing import Any
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -19,6 +18,7 @@ from rest_framework.views import APIView
 from agents.api import serializers as s
 from agents.api import serializers_candidates as sc
 from agents.api.inputs import validated
+from agents.api.pagination import BoundedLimitOffsetPagination, page_parameters
 from agents.api.serializers import paginated
 from agents.api.views import agent_of
 from agents.models import Agent
@@ -40,7 +40,7 @@ def _candidate_body(agent: Agent, candidate_pk: int) -> dict[str, Any]:
 
 class CandidateListView(APIView):
     @extend_schema(
-        parameters=[sc.CandidateListQuery],
+        parameters=[sc.CandidateListQuery, *page_parameters()],
         responses={200: paginated(sc.CandidateOut, "PaginatedCandidates"), **ERRORS},
         operation_id="list_candidates",
     )
@@ -48,7 +48,7 @@ class CandidateListView(APIView):
         """Promotion candidates visible to the agent, newest first, each with its gates, replays and decisions."""
         filters = validated(sc.CandidateListQuery, request.query_params)
         qs = candidates_for_agent(agent_of(request), filters)
-        paginator = LimitOffsetPagination()
+        paginator = BoundedLimitOffsetPagination()
         page = paginator.paginate_queryset(qs, request, view=self)
         return paginator.get_paginated_response(sc.CandidateOut(page, many=True).data)
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -16,6 +15,7 @@ from rest_framework.views import APIView
 from agents import operations
 from agents.api import serializers as s
 from agents.api.inputs import validated
+from agents.api.pagination import BoundedLimitOffsetPagination, page_parameters
 from agents.api.views import agent_of, answer
 from memory import selectors
 from memory.actors import Actor
@@ -29,7 +29,7 @@ WRITE_ERRORS = {**ERRORS, 403: s.ErrorSerializer}
 
 class PolicyListView(APIView):
     @extend_schema(
-        parameters=[s.PolicyListQuery],
+        parameters=[s.PolicyListQuery, *page_parameters()],
         responses={200: s.paginated(s.PolicyOut, "PaginatedPolicies"), **ERRORS},
         operation_id="list_policies",
     )
@@ -38,15 +38,19 @@ class PolicyListView(APIView):
         agent = agent_of(request)
         filters = validated(s.PolicyListQuery, request.query_params)
         qs = policy_list_for_agent(agent, active=filters.get("active"))
-        paginator = LimitOffsetPagination()
+        paginator = BoundedLimitOffsetPagination()
         page = paginator.paginate_queryset(qs, request, view=self)
         return paginator.get_paginated_response(s.PolicyOut(page, many=True).data)
 
     @extend_schema(
-        request=s.PolicyProposeIn, responses={201: s.PolicyOut, **WRITE_ERRORS}, operation_id="propose_policy"
+        request=s.PolicyProposeIn,
+        responses={201: s.PolicyOut, 409: s.ErrorSerializer, **WRITE_ERRORS},
+        operation_id="propose_policy",
     )
     def post(self, request: Request) -> Response:
-        """propose_policy: a new active policy; 403 `insufficient_memory_permission` without `write` on the domain."""
+        """propose_policy: a new active policy; 403 `insufficient_memory_permission` without `write` on the domain;
+        400 on `rule` past ENGRAM_POLICY_MAX_CHARS; 409 `policy_budget_exceeded` when the active policies would
+        cost more than the workspace's budget (the body's `budget`: chars, chars_after, budget)."""
         return answer(operations.propose_policy(agent_of(request), request.data))
 
 
@@ -57,7 +61,8 @@ class PolicySupersedeView(APIView):
         operation_id="supersede_policy",
     )
     def post(self, request: Request, policy_id: int) -> Response:
-        """supersede_policy: replace a live policy with a new version; 403 without `write`, 409 if already replaced."""
+        """supersede_policy: replace a live policy with a new version; 403 without `write`, 409 if already replaced
+        (`policy_not_live`) or if the revision takes the active policies past the budget (`policy_budget_exceeded`)."""
         agent = agent_of(request)
         data = validated(s.PolicySupersedeIn, request.data)
         policy = policy_for_agent(agent, policy_id)
@@ -70,7 +75,7 @@ class PolicySupersedeView(APIView):
 
 class ConflictListView(APIView):
     @extend_schema(
-        parameters=[s.ConflictListQuery],
+        parameters=[s.ConflictListQuery, *page_parameters()],
         responses={200: s.paginated(s.ConflictOut, "PaginatedConflicts"), **ERRORS},
         operation_id="list_memory_conflicts",
     )
@@ -78,7 +83,7 @@ class ConflictListView(APIView):
         """list_memory_conflicts: recorded conflicts outside the agent's `none` domains, newest first."""
         filters = validated(s.ConflictListQuery, request.query_params)
         qs = selectors.conflicts_for_agent(agent_of(request), filters)
-        paginator = LimitOffsetPagination()
+        paginator = BoundedLimitOffsetPagination()
         page = paginator.paginate_queryset(qs, request, view=self)
         return paginator.get_paginated_response(s.ConflictOut(page, many=True).data)
 

@@ -4,7 +4,11 @@ Agents need `write` on the domain to propose or supersede a policy (SPEC §2, HT
 `insufficient_memory_permission` otherwise); people acting in the pages are not grant-checked.
 A policy is never edited in place: a new version supersedes it. Every active policy of a
 workspace goes into every dispatch, so the character cost of those lines is computed here, on
-the very line format the preamble uses (`policy_line`).
+the very line format the preamble uses (`policy_line`), and bounded: one rule has at most
+ENGRAM_POLICY_MAX_CHARS characters, and a proposal, revision or activation that would take the
+active lines past the workspace's `policy_budget_chars` is refused (409 `policy_budget_exceeded`).
+The check runs under a lock on the workspace row, so two concurrent proposals cannot both fit
+into the same remaining room.
 """
 
 from __future__ import annotations
@@ -12,18 +16,38 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from memory.actors import Actor
 from memory.audit import record_event
 from memory.errors import InsufficientPermission, InvalidInput, StateConflict
-from memory.models import Fact, GrantLevel, MemoryDomain, Policy, Role, Workspace
-from memory.services.tenancy import effective_level
+from memory.models import POLICY_BUDGET_MAX, Fact, GrantLevel, MemoryDomain, Policy, Role, Workspace
+from memory.services.tenancy import effective_level, require_visible_domain
 
-RULE_MAX = 2000
 REASON_MAX = 500
 DERIVED_FROM_MAX = 50
+
+
+def rule_max() -> int:
+    """The longest rule one policy may have (ENGRAM_POLICY_MAX_CHARS)."""
+    return int(settings.ENGRAM_POLICY_MAX_CHARS)
+
+
+class PolicyBudgetExceeded(StateConflict):
+    """The change would make the active policies cost more than the workspace's budget. The body
+    carries the numbers: `budget` {chars (now), chars_after, budget}."""
+
+    code = "policy_budget_exceeded"
+
+    def __init__(self, *, chars: int, chars_after: int, budget: int) -> None:
+        super().__init__(
+            f"The active policies would cost {chars_after} characters on every dispatch, over this "
+            f"workspace's budget of {budget} (now {chars}). Shorten or deactivate a policy first, "
+            "or ask a workspace admin to raise the budget."
+        )
+        self.extra = {"budget": {"chars": chars, "chars_after": chars_after, "budget": budget}}
 
 
 def policy_line(policy: Policy) -> str:
@@ -46,9 +70,33 @@ def active_policies(workspace_id: int) -> list[Policy]:
     )
 
 
+def _cost(lines: Sequence[str]) -> int:
+    """Characters of `lines` as the preamble joins them (one newline between two lines)."""
+    return sum(len(line) for line in lines) + max(len(lines) - 1, 0)
+
+
 def active_policy_chars(workspace_id: int) -> int:
     """Characters the active policies add to every dispatch: their lines joined by newlines."""
-    return len("\n".join(policy_line(p) for p in active_policies(workspace_id)))
+    return _cost([policy_line(p) for p in active_policies(workspace_id)])
+
+
+def _lock_workspace(workspace_id: int) -> Workspace:
+    """Lock the workspace row: every change to the set of active policies takes this lock first
+    (before any policy row), so budget checks of concurrent changes run one after another."""
+    return Workspace.objects.select_for_update().get(pk=workspace_id)
+
+
+def _check_budget(workspace: Workspace, *, adding: Policy, replacing: Policy | None = None) -> None:
+    """Raise PolicyBudgetExceeded if making `adding` active (in place of `replacing`) takes the
+    active lines past the budget. A change that does not grow the cost is always allowed, so a
+    workspace already over its budget (e.g. after an admin lowered it) can still shrink."""
+    lines = {p.pk: policy_line(p) for p in active_policies(workspace.pk)}
+    before = _cost(list(lines.values()))
+    if replacing is not None:
+        lines.pop(replacing.pk, None)
+    after = _cost([*lines.values(), policy_line(adding)])
+    if after > workspace.policy_budget_chars and after > before:
+        raise PolicyBudgetExceeded(chars=before, chars_after=after, budget=workspace.policy_budget_chars)
 
 
 def policy_budget(workspace: Workspace) -> dict[str, Any]:
@@ -58,14 +106,12 @@ def policy_budget(workspace: Workspace) -> dict[str, Any]:
 
 
 def _require_write(by: Actor, domain: MemoryDomain) -> None:
-    """Agents need `write` on the domain; people and the system are not grant-checked here."""
+    """Agents need `write` on the domain; people and the system are not grant-checked here.
+    Another workspace's domain or a `none` one is `unknown_domain` (400), like a missing one."""
     agent = by.agent
     if agent is None:
         return
-    if agent.workspace_id != domain.workspace_id:
-        raise InvalidInput(
-            "Unknown domain.", code="unknown_domain", fields={"domain": ["No such domain in this workspace."]}
-        )
+    require_visible_domain(agent, domain)
     if effective_level(role_id=agent.role_id, domain_id=domain.pk) != GrantLevel.WRITE:
         raise InsufficientPermission(
             f"Role {agent.role.name!r} needs `write` on domain {domain.label!r} to change its policies.",
@@ -73,12 +119,19 @@ def _require_write(by: Actor, domain: MemoryDomain) -> None:
         )
 
 
+def check_budget_for_proposal(*, domain: MemoryDomain, rule: str, required_role: Role | None = None) -> None:
+    """A form's early answer (no lock): PolicyBudgetExceeded if proposing `rule` now would take the
+    active policies past the budget. propose_policy checks again under the lock."""
+    workspace = Workspace.objects.get(pk=domain.workspace_id)
+    _check_budget(workspace, adding=Policy(domain=domain, rule=" ".join(rule.split()), required_role=required_role))
+
+
 def _clean_rule(rule: str, errors: dict[str, list[str]]) -> str:
     rule = rule.strip()
     if not rule:
         errors["rule"] = ["A rule is required."]
-    elif len(rule) > RULE_MAX:
-        errors["rule"] = [f"At most {RULE_MAX} characters."]
+    elif len(rule) > rule_max():
+        errors["rule"] = [f"At most {rule_max()} characters (ENGRAM_POLICY_MAX_CHARS)."]
     return rule
 
 
@@ -128,7 +181,8 @@ def propose_policy(
 ) -> Policy:
     """Create an active policy in `domain`. Raises InvalidInput (400) for a bad rule, an unknown
     role of the workspace or unknown facts, InsufficientPermission (403) when an agent's role lacks
-    `write` on the domain. Writes nothing when it raises."""
+    `write` on the domain, PolicyBudgetExceeded (409) when the active policies would cost more
+    than the workspace's budget. Writes nothing when it raises."""
     errors: dict[str, list[str]] = {}
     rule = _clean_rule(rule, errors)
     if errors:
@@ -138,6 +192,8 @@ def propose_policy(
     if errors:
         raise InvalidInput("The policy has invalid fields; see `fields`.", code="unknown_role", fields=errors)
     facts = _resolve_facts(domain, derived_from_ids, by)
+    workspace = _lock_workspace(domain.workspace_id)
+    _check_budget(workspace, adding=Policy(domain=domain, rule=rule, required_role=role))
     policy = Policy.objects.create(
         workspace_id=domain.workspace_id,
         domain=domain,
@@ -169,8 +225,9 @@ def supersede_policy(*, policy: Policy, rule: str, reason: str = "", by: Actor) 
     inactive and points at its successor. A revision of a deactivated policy stays deactivated:
     only `activate_policy` (a person) turns a rule back on.
 
-    Raises InvalidInput, InsufficientPermission (agents without `write`), or StateConflict
-    `policy_not_live` when the policy was already superseded."""
+    Raises InvalidInput, InsufficientPermission (agents without `write`), StateConflict
+    `policy_not_live` when the policy was already superseded, or PolicyBudgetExceeded when the
+    longer revision of an active policy would take the active ones past the budget."""
     errors: dict[str, list[str]] = {}
     rule = _clean_rule(rule, errors)
     if len(reason) > REASON_MAX:
@@ -178,12 +235,18 @@ def supersede_policy(*, policy: Policy, rule: str, reason: str = "", by: Actor) 
     if errors:
         raise InvalidInput("The policy has invalid fields; see `fields`.", fields=errors)
     _require_write(by, policy.domain)
-    policy = Policy.objects.select_for_update().get(pk=policy.pk)  # lock, then re-check
+    workspace = _lock_workspace(policy.workspace_id)
+    policy = (
+        Policy.objects.select_for_update(of=("self",)).select_related("domain__repo", "required_role").get(pk=policy.pk)
+    )  # lock, then re-check
     if policy.superseded_by_id is not None:
         raise StateConflict(
             f"Policy {policy.pk} was already superseded; supersede its live successor instead.",
             code="policy_not_live",
         )
+    if policy.active:
+        revision = Policy(domain=policy.domain, rule=rule, required_role=policy.required_role)
+        _check_budget(workspace, adding=revision, replacing=policy)
     now = timezone.now()
     new = Policy.objects.create(
         workspace_id=policy.workspace_id,
@@ -213,13 +276,18 @@ def supersede_policy(*, policy: Policy, rule: str, reason: str = "", by: Actor) 
 
 def _set_active(*, policy: Policy, active: bool, by: Actor) -> Policy:
     _require_write(by, policy.domain)
-    policy = Policy.objects.select_for_update().get(pk=policy.pk)
+    workspace = _lock_workspace(policy.workspace_id)
+    policy = (
+        Policy.objects.select_for_update(of=("self",)).select_related("domain__repo", "required_role").get(pk=policy.pk)
+    )
     if policy.superseded_by_id is not None:
         raise StateConflict(
             f"Policy {policy.pk} was superseded; change its live successor instead.", code="policy_not_live"
         )
     if policy.active == active:
         return policy  # nothing changes, nothing to audit
+    if active:
+        _check_budget(workspace, adding=policy)
     policy.active = active
     policy.save(update_fields=["active"])
     record_event(
@@ -233,7 +301,8 @@ def _set_active(*, policy: Policy, active: bool, by: Actor) -> Policy:
 
 @transaction.atomic
 def activate_policy(*, policy: Policy, by: Actor) -> Policy:
-    """Put a policy back into every dispatch. Idempotent; StateConflict `policy_not_live` when superseded."""
+    """Put a policy back into every dispatch. Idempotent; StateConflict `policy_not_live` when superseded,
+    PolicyBudgetExceeded (409) when the active policies would then cost more than the budget."""
     return _set_active(policy=policy, active=True, by=by)
 
 
@@ -241,3 +310,29 @@ def activate_policy(*, policy: Policy, by: Actor) -> Policy:
 def deactivate_policy(*, policy: Policy, by: Actor) -> Policy:
     """Take a policy out of dispatches (kept for the record). Idempotent; StateConflict when superseded."""
     return _set_active(policy=policy, active=False, by=by)
+
+
+@transaction.atomic
+def set_policy_budget(*, workspace: Workspace, chars: int, by: Actor) -> Workspace:
+    """Set how many characters the active policies may add to every dispatch (0..POLICY_BUDGET_MAX).
+    Lowering it below the current cost keeps the active policies; only growth is refused after.
+    Raises InvalidInput on `policy_budget_chars`."""
+    if isinstance(chars, bool) or not isinstance(chars, int) or not 0 <= chars <= POLICY_BUDGET_MAX:
+        raise InvalidInput(
+            "The budget is out of range.",
+            fields={"policy_budget_chars": [f"A whole number of characters, 0 to {POLICY_BUDGET_MAX}."]},
+        )
+    workspace = _lock_workspace(workspace.pk)
+    before = workspace.policy_budget_chars
+    if before == chars:
+        return workspace
+    workspace.policy_budget_chars = chars
+    workspace.save(update_fields=["policy_budget_chars"])
+    record_event(
+        actor=by,
+        verb="workspace.policy_budget_changed",
+        workspace_id=workspace.pk,
+        target=workspace,
+        detail={"from": before, "to": chars, "active_chars": active_policy_chars(workspace.pk)},
+    )
+    return workspace

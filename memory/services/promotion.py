@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from memory import access
 from memory.actors import Actor
 from memory.audit import record_event
 from memory.embeddings import embed_text, fact_text
@@ -36,7 +37,6 @@ from memory.models import (
     Replay,
     ValidatedBy,
     Veracity,
-    Workspace,
 )
 from memory.services.facts import (
     TOPIC_MAX,
@@ -47,9 +47,19 @@ from memory.services.facts import (
     validate_fact_input,
 )
 from memory.services.lifecycle import ChallengeReason, challenge_fact, revalidate_fact
+from memory.services.tenancy import require_visible_domain
 
 PASSED, FAILED, PENDING = "passed", "failed", "pending"
-GATES = ("failure_class", "evidence", "provenance", "scope", "human_review", "write_flag", "auto_promotion")
+GATES = (
+    "failure_class",
+    "evidence",
+    "provenance",
+    "scope",
+    "traceability",
+    "human_review",
+    "write_flag",
+    "auto_promotion",
+)
 IMPORTED_ORIGINS = frozenset({"imported"})
 PROMOTABLE_CLASSES = frozenset({FailureClass.AGENT_FAILURE, FailureClass.VERIFICATION_FAILURE})
 
@@ -214,9 +224,92 @@ def _gate(status: str, reason: str) -> Gate:
     return {"status": status, "reason": reason}
 
 
-def latest_replay(candidate: Candidate) -> Replay | None:
-    """The most recent replay; uses prefetched `replays` when the caller loaded them."""
-    return max(candidate.replays.all(), key=lambda r: (r.created_at, r.pk), default=None)
+# Who may vouch for a candidate (issue 13, trust boundary): the agent that proposed a rule cannot
+# certify it alone. A replay is evidence only when a person, or a verifier agent (`is_verifier`, set
+# by a workspace admin) of the candidate's workspace that did not submit it, recorded it. Standing
+# is read live: an agent losing its verifier flag (or its key) stops counting for open candidates;
+# decided ones keep the scorecard they were decided on.
+@dataclass(frozen=True)
+class Standing:
+    counts: bool
+    reason: str
+
+
+def replay_standing(candidate: Candidate, replay: Replay) -> Standing:
+    """Whether `replay` counts as evidence for `candidate`, and why. Reads replay.recorded_by_agent
+    (select it with the replay to avoid a query per row)."""
+    who = replay.recorded_by_label
+    submitter = f"the candidate's submitter ({who})"
+    if replay.recorded_by_user_id is not None:
+        if candidate.submitted_by_agent_id is None and candidate.submitted_by_label == who:
+            return Standing(False, f"replay #{replay.pk} was recorded by {submitter}; it does not count")
+        return Standing(True, f"recorded by {who}, a person")
+    agent = replay.recorded_by_agent if replay.recorded_by_agent_id is not None else None
+    if agent is None:
+        return Standing(
+            False,
+            f"replay #{replay.pk} was recorded by {who}, neither a person nor a verifier agent; it does not count",
+        )
+    if agent.pk == candidate.submitted_by_agent_id:
+        return Standing(False, f"replay #{replay.pk} was recorded by {submitter}; it does not count")
+    if not agent.is_verifier:
+        return Standing(
+            False, f"replay #{replay.pk} was recorded by agent {agent.name}, which is not a verifier; it does not count"
+        )
+    if agent.workspace_id != candidate.workspace_id:
+        return Standing(
+            False, f"replay #{replay.pk} was recorded by agent {agent.name} of another workspace; it does not count"
+        )
+    if agent.revoked_at is not None:
+        return Standing(
+            False, f"replay #{replay.pk} was recorded by agent {agent.name}, whose key was revoked; it does not count"
+        )
+    return Standing(True, f"recorded by verifier agent {agent.name}")
+
+
+def _replays(candidate: Candidate) -> list[Replay]:
+    """Oldest first; uses prefetched `replays` when the caller loaded them (with their agents)."""
+    if "replays" in getattr(candidate, "_prefetched_objects_cache", {}):
+        return sorted(candidate.replays.all(), key=lambda r: (r.created_at, r.pk))
+    return list(candidate.replays.select_related("recorded_by_agent").order_by("created_at", "id"))
+
+
+@dataclass
+class Evidence:
+    """The replays as the gate reads them: the latest one that counts, and the later ones that do not."""
+
+    latest: Replay | None
+    standing: Standing | None
+    ignored: list[tuple[Replay, Standing]]
+
+    @property
+    def verified(self) -> bool:
+        return self.latest is not None and self.latest.passed
+
+
+def replay_evidence(candidate: Candidate) -> Evidence:
+    """The latest counting replay decides; a later replay that does not count changes nothing
+    (a self-recorded pass after a verifier's failure does not flip the gate)."""
+    ignored: list[tuple[Replay, Standing]] = []
+    for replay in reversed(_replays(candidate)):
+        standing = replay_standing(candidate, replay)
+        if standing.counts:
+            return Evidence(replay, standing, ignored)
+        ignored.append((replay, standing))
+    return Evidence(None, None, ignored)
+
+
+IGNORED_SHOWN = 3
+
+
+def _ignored_note(evidence: Evidence) -> str:
+    if not evidence.ignored:
+        return ""
+    shown = [standing.reason for _, standing in evidence.ignored[:IGNORED_SHOWN]]
+    more = len(evidence.ignored) - IGNORED_SHOWN
+    if more > 0:
+        shown.append(f"{more} earlier replay{'s do' if more > 1 else ' does'} not count either")
+    return "; " + "; ".join(shown)
 
 
 def _approver(candidate: Candidate) -> str:
@@ -243,17 +336,39 @@ def _failure_class_gate(candidate: Candidate) -> Gate:
     return _gate(FAILED, f"unknown failure class {candidate.failure_class!r}")
 
 
-def _evidence_gate(candidate: Candidate, latest: Replay | None) -> Gate:
+NEEDS_EVIDENCE = (
+    "needs a passing replay recorded by a person or a verifier agent other than the submitter, or a human approval"
+)
+
+
+def _evidence_gate(candidate: Candidate, evidence: Evidence) -> Gate:
     approved_at = candidate.human_approved_at
+    latest, note = evidence.latest, _ignored_note(evidence)
     if latest is not None and latest.passed:
-        return _gate(PASSED, f"replay #{latest.pk} of {latest.probe!r} passed")
+        who = evidence.standing.reason if evidence.standing is not None else ""
+        return _gate(PASSED, f"replay #{latest.pk} of {latest.probe!r} passed, {who}{note}")
     if approved_at is not None and (latest is None or latest.created_at <= approved_at):
-        return _gate(PASSED, _approver(candidate))
+        return _gate(PASSED, _approver(candidate) + note)
     if latest is not None:
         return _gate(
-            FAILED, f"the latest replay #{latest.pk} of {latest.probe!r} failed; needs a passing replay or an approval"
+            FAILED,
+            f"the latest counting replay #{latest.pk} of {latest.probe!r} failed; "
+            f"needs a passing replay or an approval{note}",
         )
-    return _gate(PENDING, "needs a passing replay or a human approval")
+    return _gate(PENDING, NEEDS_EVIDENCE + note)
+
+
+def _traceability_gate(candidate: Candidate) -> Gate:
+    actions, refs = len(candidate.source_action_ids or []), len(candidate.evidence_refs or [])
+    if not actions and not refs:
+        return _gate(
+            FAILED,
+            "held: no source_action_ids and no evidence_refs; a rule must point back at the trace it came from",
+        )
+    return _gate(
+        PASSED,
+        f"{actions} source action{'s' if actions != 1 else ''}, {refs} evidence ref{'s' if refs != 1 else ''}",
+    )
 
 
 def _scope_gate(candidate: Candidate) -> Gate:
@@ -278,17 +393,18 @@ def compute_gates(candidate: Candidate, *, write: bool | None = None, auto: bool
     """Every gate of SPEC §7 as {name: {status: passed|failed|pending, reason}}, from the
     candidate's own fields and replays. `write`/`auto` describe a promote call; left None, the
     write gate is pending and the automatic gate tells whether the candidate is eligible."""
-    latest = latest_replay(candidate)
-    verified = latest is not None and latest.passed
+    evidence = replay_evidence(candidate)
+    verified = evidence.verified
     gates: Scorecard = {
         "failure_class": _failure_class_gate(candidate),
-        "evidence": _evidence_gate(candidate, latest),
+        "evidence": _evidence_gate(candidate, evidence),
         "provenance": (
             _gate(FAILED, "imported-only: nothing in this workspace observed it; an outside trace is not the truth")
             if candidate.origin in IMPORTED_ORIGINS
             else _gate(PASSED, f"origin {candidate.origin}")
         ),
         "scope": _scope_gate(candidate),
+        "traceability": _traceability_gate(candidate),
     }
     if not candidate.requires_human_review:
         gates["human_review"] = _gate(PASSED, "not required")
@@ -310,10 +426,12 @@ def compute_gates(candidate: Candidate, *, write: bool | None = None, auto: bool
         gates["auto_promotion"] = _gate(FAILED, "requires human review: never promoted automatically")
     elif not verified:
         gates["auto_promotion"] = _gate(
-            FAILED if auto else PENDING, "not replay-verified: automatic promotion needs a passing replay"
+            FAILED if auto else PENDING,
+            "not replay-verified: automatic promotion needs a passing replay recorded by a person "
+            "or a verifier agent other than the submitter",
         )
     else:
-        gates["auto_promotion"] = _gate(PASSED, "replay-verified and no human review required")
+        gates["auto_promotion"] = _gate(PASSED, "replay-verified independently and no human review required")
     return gates
 
 
@@ -329,7 +447,7 @@ def status_for(candidate: Candidate, gates: Scorecard) -> str:
         return PromotionStatus.HARNESS_FIX
     if gates["failure_class"]["status"] == FAILED or gates["provenance"]["status"] == FAILED:
         return PromotionStatus.BLOCKED
-    if gates["scope"]["status"] == FAILED:
+    if gates["scope"]["status"] == FAILED or gates["traceability"]["status"] == FAILED:
         return PromotionStatus.HELD
     return PromotionStatus.CANDIDATE
 
@@ -361,7 +479,10 @@ def submit_candidate(
 ) -> tuple[Candidate, bool]:
     """Store a candidate and compute its gates; returns (candidate, created). The same
     candidate_id in the workspace returns the existing candidate unchanged (idempotent).
-    Raises InvalidInput for a bad topic or a memory the fact write path would refuse."""
+    Raises InvalidInput for a bad topic or a memory the fact write path would refuse, and
+    `unknown_domain` for a domain the submitting agent may not see."""
+    if by.agent is not None:
+        require_visible_domain(by.agent, domain)
     topic = topic.strip()
     if not topic or len(topic) > TOPIC_MAX:
         raise InvalidInput("A topic has 1 to 200 characters.", fields={"topic": [f"1–{TOPIC_MAX} characters."]})
@@ -420,8 +541,10 @@ def submit_candidate(
 
 @transaction.atomic
 def record_replay(*, candidate: Candidate, by: Actor, probe: str, passed: bool, details: str = "") -> Replay:
-    """Record one replay of the candidate's probe and recompute its gates. On a promoted
-    candidate a failed replay challenges its active fact; a passing one revalidates it."""
+    """Record one replay of the candidate's probe and recompute its gates. Anyone who can see the
+    candidate may record one; only a counting replay (`replay_standing`) is evidence. On a promoted
+    candidate a failed counting replay, or the submitter's own failed one, challenges its active
+    fact; a passing counting one revalidates it. Any other replay is kept and changes nothing."""
     probe = probe.strip()
     if not probe or len(probe) > PROBE_MAX:
         raise InvalidInput("A probe names what was replayed.", fields={"probe": [f"1–{PROBE_MAX} characters."]})
@@ -435,13 +558,20 @@ def record_replay(*, candidate: Candidate, by: Actor, probe: str, passed: bool, 
         passed=passed,
         details=details,
         recorded_by_agent=by.agent,
+        recorded_by_user=by.user,
         recorded_by_label=by.label,
         created_at=now,
     )
+    standing = replay_standing(candidate, replay)
+    # A hostile agent must not take any promoted fact out of recall with one failed replay, nor
+    # bring a challenged one back with a pass. The submitter withdrawing its own rule is harmless.
+    by_submitter = by.agent is not None and by.agent.pk == candidate.submitted_by_agent_id
     fact_effect = ""
     if candidate.fact_id is not None:
         fact = Fact.objects.select_for_update().get(pk=candidate.fact_id)
-        if fact.superseded_by_id is None and not passed and fact.status == FactStatus.ACTIVE:
+        if not standing.counts and (passed or not by_submitter):
+            fact_effect = "ignored"  # the replay does not count: kept, and changes nothing
+        elif fact.superseded_by_id is None and not passed and fact.status == FactStatus.ACTIVE:
             challenge_fact(
                 fact=fact, by=by, reason=ChallengeReason.FAILED_REPLAY, detail=f"replay #{replay.pk} of {probe!r}"
             )
@@ -459,6 +589,8 @@ def record_replay(*, candidate: Candidate, by: Actor, probe: str, passed: bool, 
             "replay": replay.pk,
             "probe": probe,
             "passed": passed,
+            "counts": standing.counts,
+            "standing": standing.reason,
             "fact": candidate.fact_id,
             "effect": fact_effect,
         },
@@ -466,8 +598,9 @@ def record_replay(*, candidate: Candidate, by: Actor, probe: str, passed: bool, 
     return replay
 
 
-def _may_review(user: Any, workspace_id: int) -> bool:
-    return bool(user.is_authenticated) and Workspace.objects.for_user(user).filter(pk=workspace_id).exists()
+def _may_review(user: Any, candidate: Candidate) -> bool:
+    """The one rule for people (memory.access): a person who may decide the candidate's domain."""
+    return access.may_decide_domain(user, candidate.domain_id)
 
 
 @transaction.atomic
@@ -479,8 +612,8 @@ def approve_candidate(*, candidate: Candidate, by: Actor, note: str = "") -> Can
         raise InsufficientPermission(
             "Only a person can approve a candidate.", code="human_approval_required", fields={}
         )
-    if not _may_review(by.user, candidate.workspace_id):
-        raise InsufficientPermission("You are not a member of this candidate's workspace.", code="not_a_member")
+    if not _may_review(by.user, candidate):
+        raise InsufficientPermission("You may not decide this candidate's domain.", code="not_a_member")
     candidate = _lock(candidate)
     if candidate.is_decided:
         raise CandidateDecided(candidate)
@@ -595,7 +728,7 @@ def _decide_locked(*, candidate: Candidate, by: Actor, auto: bool, vector: list[
         )
         return decision
 
-    latest = latest_replay(candidate)
+    latest = replay_evidence(candidate).latest
     validated_by = ValidatedBy.REPLAY if latest is not None and latest.passed else ValidatedBy.HUMAN
     probe = candidate.verification_probe_candidate or (latest.probe if latest is not None else "")
     if vector is None:  # the gates passed only after the unlocked read (a concurrent replay)
@@ -608,6 +741,9 @@ def _decide_locked(*, candidate: Candidate, by: Actor, auto: bool, vector: list[
             memory_type=candidate.memory_type,
             # A person who approved it vouches for it; otherwise it is the agent's verified inference.
             veracity=Veracity.HUMAN_STATED if candidate.human_approved_at else Veracity.AGENT_INFERRED,
+            # The approval is a person's act (approve_candidate refuses agents), so it vouches even
+            # when an agent asks for the promotion.
+            vouched_by_person=candidate.human_approved_at is not None,
             extra={
                 "origin": "promotion",
                 "origin_candidate": candidate,
@@ -638,6 +774,8 @@ def _decide_locked(*, candidate: Candidate, by: Actor, auto: bool, vector: list[
         Outcome.CONFLICT_LOST: f"stored as fact {fact.pk}, which lost a conflict to fact {result.compared_with} "
         "and was challenged for review",
         Outcome.RE_MENTIONED: f"fact {fact.pk} already said this: re-mentioned and revalidated",
+        Outcome.POSSIBLE_CONFLICT: f"promoted as fact {fact.pk}; it may contradict fact {result.compared_with}, "
+        f"so both stay live until a person decides (possible conflict {result.conflict_id})",
     }[result.outcome]
     decision = PromotionDecision.objects.create(
         candidate=candidate,

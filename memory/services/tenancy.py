@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from django.db import transaction
 from django.utils import timezone
@@ -11,6 +12,9 @@ from memory.actors import Actor
 from memory.audit import record_event
 from memory.errors import InvalidInput, NotFound
 from memory.models import AccessGrant, GrantLevel, MemoryDomain, Repo, Role, Workspace
+
+if TYPE_CHECKING:
+    from agents.models import Agent
 
 _LABEL = re.compile(r"^(?:repo:(?P<repo>[-a-zA-Z0-9_]+)/)?(?P<name>[-a-zA-Z0-9_]+)$")
 
@@ -25,6 +29,23 @@ def parse_domain_label(label: str) -> tuple[str | None, str]:
             fields={"domain": ["Use `name` or `repo:<slug>/name`."]},
         )
     return match.group("repo"), match.group("name")
+
+
+def unknown_domain(shown: str) -> InvalidInput:
+    """The one answer for a domain an agent may not name: a missing domain and one its role
+    holds `none` on read the same, so an answer never tells that a hidden domain exists."""
+    return InvalidInput(
+        f"Unknown domain {shown!r}.",
+        code="unknown_domain",
+        fields={"domain": [f"No domain {shown!r} in this workspace."]},
+    )
+
+
+def require_visible_domain(agent: Agent, domain: MemoryDomain) -> None:
+    """Writes resolve domains by the rule reads use (`MemoryDomain.objects.visible_to`): raise
+    `unknown_domain` (400) for another workspace's domain or one the agent's role holds `none` on."""
+    if not MemoryDomain.objects.visible_to(agent).filter(pk=domain.pk).exists():
+        raise unknown_domain(domain.label)
 
 
 @transaction.atomic

@@ -12,7 +12,10 @@ from memory.models import AuditEvent, Candidate, Fact, PromotionDecision, Replay
 from memory.services.promotion import approve_candidate
 from memory.services.tenancy import set_grant
 from tests.conftest import client_for
-from tests.factories import DomainFactory
+from tests.factories import AgentFactory, DomainFactory
+
+# People decide candidates of the domains they review (issue 16).
+pytestmark = pytest.mark.usefixtures("reviewer_reviews_world_domains")
 
 RULE = "When a public API response schema changes, update the contract artifact and the verifier evidence together."
 DOC: dict[str, Any] = {
@@ -32,7 +35,16 @@ DOC: dict[str, Any] = {
     "repo": "web",
     "topic": "contracts",
 }
-GATE_NAMES = {"failure_class", "evidence", "provenance", "scope", "human_review", "write_flag", "auto_promotion"}
+GATE_NAMES = {
+    "failure_class",
+    "evidence",
+    "provenance",
+    "scope",
+    "traceability",
+    "human_review",
+    "write_flag",
+    "auto_promotion",
+}
 
 
 def submit(api, **patch: Any) -> dict[str, Any]:
@@ -49,6 +61,14 @@ def replay(api, candidate_id: int, passed: bool = True) -> dict[str, Any]:
     )
     assert response.status_code == 201, response.json()
     return response.json()
+
+
+@pytest.fixture
+def verifier_api(world):
+    """A verifier agent of the workspace: its replays count for candidates it did not submit."""
+    return client_for(
+        AgentFactory(workspace=world.workspace, role=world.coder_role, name="verifier-v", is_verifier=True)
+    )
 
 
 def counts() -> tuple[int, int, int, int]:
@@ -146,10 +166,10 @@ def test_list_filters_by_status_and_failure_class(world, api):
     assert api.get("/api/v1/candidates/?promotion_status=nonsense").status_code == 400
 
 
-def test_list_query_count_is_flat(world, api, django_assert_max_num_queries):
+def test_list_query_count_is_flat(world, api, verifier_api, django_assert_max_num_queries):
     for i in range(6):
         body = submit(api, candidate_id=f"c{i}")
-        replay(api, body["id"])
+        replay(verifier_api, body["id"])
         api.post(f"/api/v1/candidates/{body['id']}/promote/", {"write": True}, format="json")
     with django_assert_max_num_queries(8):
         response = api.get("/api/v1/candidates/")
@@ -158,10 +178,11 @@ def test_list_query_count_is_flat(world, api, django_assert_max_num_queries):
 
 
 # --- Replays ---------------------------------------------------------------------------------------
-def test_a_replay_is_201_and_the_gates_are_recomputed(world, api):
+def test_a_replay_is_201_and_the_gates_are_recomputed(world, api, verifier_api):
     created = submit(api)
-    body = replay(api, created["id"])
+    body = replay(verifier_api, created["id"])
     assert body["passed"] is True
+    assert body["counts_as_evidence"] is True and body["standing"] == "recorded by verifier agent verifier-v"
     assert body["probe"] == "public-contract-regression"
     assert body["candidate"] == created["id"]
     assert body["gates"]["evidence"]["status"] == "passed"
@@ -178,11 +199,11 @@ def test_a_replay_without_probe_or_passed_is_400(world, api):
     assert {"probe", "passed"} <= set(response.json()["fields"])
 
 
-def test_a_failed_replay_on_a_promoted_candidate_challenges_its_fact(world, api):
+def test_a_failed_replay_on_a_promoted_candidate_challenges_its_fact(world, api, verifier_api):
     created = submit(api)
-    replay(api, created["id"])
+    replay(verifier_api, created["id"])
     fact = api.post(f"/api/v1/candidates/{created['id']}/promote/", {"write": True}, format="json").json()["fact"]
-    body = replay(api, created["id"], passed=False)
+    body = replay(verifier_api, created["id"], passed=False)
     assert body["fact_status"] == "challenged"
     assert api.get(f"/api/v1/facts/{fact['id']}/").json()["status"] == "challenged"
     found = api.post(
@@ -192,9 +213,9 @@ def test_a_failed_replay_on_a_promoted_candidate_challenges_its_fact(world, api)
 
 
 # --- Promote -----------------------------------------------------------------------------------------
-def test_promote_without_write_is_a_dry_run_that_changes_nothing(world, api):
+def test_promote_without_write_is_a_dry_run_that_changes_nothing(world, api, verifier_api):
     created = submit(api)
-    replay(api, created["id"])
+    replay(verifier_api, created["id"])
     before = counts()
     for body in ({}, {"write": False}):
         response = api.post(f"/api/v1/candidates/{created['id']}/promote/", body, format="json")
@@ -210,9 +231,9 @@ def test_promote_without_write_is_a_dry_run_that_changes_nothing(world, api):
     assert api.get(f"/api/v1/candidates/{created['id']}/").json()["promotion_status"] == "candidate"
 
 
-def test_promote_with_write_and_every_gate_passed_writes_the_fact(world, api):
+def test_promote_with_write_and_every_gate_passed_writes_the_fact(world, api, verifier_api):
     created = submit(api)
-    replay(api, created["id"])
+    replay(verifier_api, created["id"])
     response = api.post(f"/api/v1/candidates/{created['id']}/promote/", {"write": True}, format="json")
     assert response.status_code == 201, response.json()
     body = response.json()
@@ -234,9 +255,9 @@ def test_promote_with_write_and_every_gate_passed_writes_the_fact(world, api):
     assert fact["verification_contract_version"] == "awtl.memory_candidate.v2"
 
 
-def test_a_promoted_fact_is_recalled_with_its_scope(world, api):
+def test_a_promoted_fact_is_recalled_with_its_scope(world, api, verifier_api):
     created = submit(api)
-    replay(api, created["id"])
+    replay(verifier_api, created["id"])
     api.post(f"/api/v1/candidates/{created['id']}/promote/", {"write": True}, format="json")
     preamble = api.post(
         "/api/v1/preamble/", {"task": "Change the public API response schema", "repo": "web"}, format="json"
@@ -273,9 +294,9 @@ def test_auto_promotion_refuses_an_unverified_candidate(world, api):
     assert body["fact"] is None
 
 
-def test_an_environment_blocker_is_never_promoted_through_the_api(world, api):
+def test_an_environment_blocker_is_never_promoted_through_the_api(world, api, verifier_api):
     created = submit(api, failure_class="environment_blocker", proposed_memory="e2e fails often; skip it.")
-    replay(api, created["id"])
+    replay(verifier_api, created["id"])
     approve_candidate(candidate=Candidate.objects.get(pk=created["id"]), by=Actor.of_user(world.admin_user))
     body = api.post(f"/api/v1/candidates/{created['id']}/promote/", {"write": True}, format="json").json()
     assert body["decision"] == "refused"
@@ -284,9 +305,9 @@ def test_an_environment_blocker_is_never_promoted_through_the_api(world, api):
     assert not Fact.objects.exists()
 
 
-def test_a_decided_candidate_answers_409(world, api):
+def test_a_decided_candidate_answers_409(world, api, verifier_api):
     created = submit(api)
-    replay(api, created["id"])
+    replay(verifier_api, created["id"])
     assert api.post(f"/api/v1/candidates/{created['id']}/promote/", {"write": True}, format="json").status_code == 201
     before = counts()
     for body in ({"write": True}, {}):
@@ -306,10 +327,10 @@ def test_deny_is_201_and_final(world, api):
     assert api.post(f"/api/v1/candidates/{created['id']}/promote/", {"write": True}, format="json").status_code == 409
 
 
-def test_each_decision_is_read_back_with_the_scorecard_it_was_made_on(world, api):
+def test_each_decision_is_read_back_with_the_scorecard_it_was_made_on(world, api, verifier_api):
     created = submit(api)
     refused = api.post(f"/api/v1/candidates/{created['id']}/promote/", {"write": True}, format="json").json()
-    replay(api, created["id"])
+    replay(verifier_api, created["id"])
     promoted = api.post(f"/api/v1/candidates/{created['id']}/promote/", {"write": True}, format="json").json()
     detail = api.get(f"/api/v1/candidates/{created['id']}/").json()
     decisions = detail["decisions"]

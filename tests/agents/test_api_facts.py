@@ -6,6 +6,7 @@ from memory.actors import Actor
 from memory.models import AuditEvent, Fact, HotMemory
 from memory.services.tenancy import set_grant
 from tests.conftest import client_for
+from tests.factories import AgentFactory
 
 GOOD = {
     "domain": "architecture",
@@ -98,8 +99,15 @@ def test_another_workspace_never_sees_facts(world, api):
     assert intruder.post("/api/v1/facts/", GOOD, format="json").status_code == 400  # no such domain there
 
 
+def relay_client(world):
+    """An agent a workspace admin marked as relaying people's words: it may state human_stated."""
+    relay = AgentFactory(workspace=world.workspace, role=world.coder_role, name="chat-relay", relays_human_words=True)
+    return client_for(relay)
+
+
 def test_detail_shows_history_and_conflicts(world, api):
-    human = api.post("/api/v1/facts/", {**GOOD, "veracity": "human_stated"}, format="json").json()["fact"]
+    human = relay_client(world).post("/api/v1/facts/", {**GOOD, "veracity": "human_stated"}, format="json")
+    human = human.json()["fact"]
     lost = api.post(
         "/api/v1/facts/", {**GOOD, "content": "Production deploys happen on Fridays."}, format="json"
     ).json()
@@ -129,7 +137,8 @@ def test_supersede_endpoint_and_409_on_the_second_time(world, api):
 
 
 def test_list_filters_and_current_only_by_default(world, api):
-    api.post("/api/v1/facts/", {**GOOD, "veracity": "human_stated"}, format="json")
+    stated = relay_client(world).post("/api/v1/facts/", {**GOOD, "veracity": "human_stated"}, format="json")
+    assert stated.status_code == 201
     api.post("/api/v1/facts/", {**GOOD, "content": "Production deploys happen on Fridays."}, format="json")
     api.post("/api/v1/facts/", {**GOOD, "topic": "other", "content": "Backups run nightly."}, format="json")
     assert len(api.get("/api/v1/facts/").json()["results"]) == 2

@@ -10,6 +10,7 @@ from django.urls import reverse
 from memory.actors import Actor
 from memory.models import AuditEvent, Candidate, Fact, PromotionDecision
 from memory.services.promotion import parse_candidate_document, record_replay, submit_candidate
+from tests.factories import AgentFactory
 
 CHANGELIST = "admin:memory_candidate_changelist"
 
@@ -30,6 +31,7 @@ def candidate(world, candidate_id: str, **overrides) -> Candidate:
         "proposed_memory": f"Rule of {candidate_id}: update the contract artifact with the schema.",
         "scope": {"applies_to": ["public_api"], "does_not_apply_to": ["internal_refactor"]},
         "verification_probe_candidate": "contract-regression",
+        "source_action_ids": ["action-1"],
         **overrides,
     }
     created, _ = submit_candidate(
@@ -100,7 +102,8 @@ def test_deny_action_denies_and_reports_refusals(world, admin_client_of):
 
 def test_promote_action_writes_the_fact_when_every_gate_passes(world, admin_client_of):
     c = candidate(world, "c1")
-    record_replay(candidate=c, by=Actor.of_agent(world.coder), probe="contract-regression", passed=True)
+    verifier = AgentFactory(workspace=world.workspace, role=world.coder_role, name="verifier-v", is_verifier=True)
+    record_replay(candidate=c, by=Actor.of_agent(verifier), probe="contract-regression", passed=True)
     messages = act(admin_client_of, "promote_selected", c)
     c.refresh_from_db()
     assert c.promotion_status == "active" and c.fact_id is not None

@@ -7,6 +7,7 @@ import pytest
 from memory.actors import Actor
 from memory.models import AuditEvent, Conflict, Fact, Veracity
 from memory.services.facts import FactInput, IngestItem, ingest_facts, propose_fact
+from tests.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -29,7 +30,9 @@ def _state(domain):
 
 
 def test_ingest_gives_the_same_outcomes_and_state_as_proposing_one_by_one(world):
-    by = Actor.of_agent(world.coder)
+    # The sequence holds a person's statement (human_stated): an importer relaying people's words.
+    importer = AgentFactory(workspace=world.workspace, role=world.coder_role, name="importer", relays_human_words=True)
+    by = Actor.of_agent(importer)
     one_by_one = [
         propose_fact(
             domain=world.architecture, data=FactInput(topic=t, content=c, memory_type="decision", veracity=v), by=by
@@ -52,7 +55,7 @@ def test_ingest_gives_the_same_outcomes_and_state_as_proposing_one_by_one(world)
     assert _state(world.conventions) == _state(world.architecture)
     assert Conflict.objects.filter(domain=world.conventions).count() == 1
     ingested = Fact.objects.filter(domain=world.conventions)
-    assert all(f.embedding is not None and f.created_by_agent_id == world.coder.pk for f in ingested)
+    assert all(f.embedding is not None and f.created_by_agent_id == importer.pk for f in ingested)
     created_events = AuditEvent.objects.filter(
         verb="fact.created", target_id__in=[f.pk for f in ingested], target_type="fact"
     )

@@ -151,7 +151,7 @@ def test_a_promoted_fact_that_loses_a_conflict_is_challenged(world):
             memory_type="decision",
             veracity="human_stated",
         ),
-        by=Actor.of_agent(world.coder),
+        by=Actor.of_user(world.admin_user),  # a person: agents may not state human_stated
     )
     assert result.outcome == "conflict_won"
     loser = Fact.objects.get(pk=promoted.pk)
@@ -195,7 +195,7 @@ def test_an_ordinary_fact_that_loses_a_conflict_keeps_its_status(world):
             memory_type="decision",
             veracity="human_stated",
         ),
-        by=Actor.of_agent(world.coder),
+        by=Actor.of_user(world.admin_user),  # a person: agents may not state human_stated
     )
     assert result.outcome == "conflict_won"
     assert status_of(plain) == "active"

@@ -6,13 +6,13 @@ from memory.actors import Actor
 from memory.errors import InsufficientPermission, InvalidInput, StateConflict
 from memory.models import AuditEvent, Policy
 from memory.services.policies import (
-    RULE_MAX,
     activate_policy,
     active_policy_chars,
     deactivate_policy,
     policy_budget,
     policy_line,
     propose_policy,
+    rule_max,
     supersede_policy,
 )
 from memory.services.tenancy import set_grant
@@ -100,7 +100,7 @@ def test_propose_policy_refuses_facts_the_agent_cannot_see(writable):
     assert _counts() == before
 
 
-@pytest.mark.parametrize("rule", ["", "   ", "x" * (RULE_MAX + 1)])
+@pytest.mark.parametrize("rule", ["", "   ", "x" * (rule_max() + 1)])
 def test_propose_policy_refuses_empty_or_oversized_rules(writable, rule):
     before = _counts()
     with pytest.raises(InvalidInput) as caught:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from agents.models import Agent
 from memory.actors import Actor
 from memory.errors import InsufficientPermission, InvalidInput, StateConflict
 from memory.models import (
@@ -29,7 +30,10 @@ from memory.services.promotion import (
     record_replay,
     submit_candidate,
 )
-from tests.factories import UserFactory
+from tests.factories import AgentFactory, UserFactory
+
+# People decide candidates of the domains they review (issue 16).
+pytestmark = pytest.mark.usefixtures("reviewer_reviews_world_domains")
 
 RULE = "When a public API response schema changes, update the contract artifact and the verifier evidence together."
 
@@ -64,8 +68,18 @@ def submit(world, *, topic: str = "contracts", domain=None, agent=None, **overri
     return candidate
 
 
-def replay(world, candidate: Candidate, passed: bool = True, probe: str = "public-contract-regression") -> Replay:
-    return record_replay(candidate=candidate, by=Actor.of_agent(world.coder), probe=probe, passed=passed)
+def verifier(world) -> Agent:
+    """The workspace's verifier agent: its replays count for candidates it did not submit."""
+    found = Agent.objects.filter(workspace=world.workspace, name="verifier-v").first()
+    return found or AgentFactory(workspace=world.workspace, role=world.coder_role, name="verifier-v", is_verifier=True)
+
+
+def replay(
+    world, candidate: Candidate, passed: bool = True, probe: str = "public-contract-regression", by: Actor | None = None
+) -> Replay:
+    """A replay by the verifier agent unless `by` says otherwise (the submitter's own would not count)."""
+    by = by or Actor.of_agent(verifier(world))
+    return record_replay(candidate=candidate, by=by, probe=probe, passed=passed)
 
 
 def gates(candidate: Candidate) -> dict[str, str]:
@@ -95,6 +109,7 @@ def test_submit_stores_the_document_and_computes_every_gate(world):
         "evidence": "pending",
         "provenance": "passed",
         "scope": "passed",
+        "traceability": "passed",
         "human_review": "passed",
         "write_flag": "pending",
         "auto_promotion": "pending",
@@ -451,7 +466,8 @@ def test_each_decision_is_recorded_with_the_scorecard_it_was_made_on(world):
     assert [d.decision for d in stored] == ["refused", "promote"]
     assert stored[0].scorecard["evidence"] == {
         "status": "pending",
-        "reason": "needs a passing replay or a human approval",
+        "reason": "needs a passing replay recorded by a person or a verifier agent other than the submitter, "
+        "or a human approval",
     }
     assert stored[1].scorecard["evidence"]["status"] == "passed"
     assert "replay #" in stored[1].scorecard["evidence"]["reason"]
@@ -538,6 +554,23 @@ def test_seed_demo_loads_candidates_through_the_gate(settings, tmp_path):
     assert review.promotion_status == "candidate"
     assert review.applies_to and review.does_not_apply_to
     assert {k: v["status"] for k, v in compute_gates(review).items()}["human_review"] == "pending"
-    assert review.replays.filter(passed=True).exists()
+    assert review.replays.filter(passed=True, recorded_by_agent__is_verifier=True).exists()
+    assert "verifier agent verifier-1" in compute_gates(review)["evidence"]["reason"]
     assert demo["memcand-demo-e2e-browser"].promotion_status == "blocked"
     assert demo["memcand-demo-migrations"].promotion_status == "held"
+
+
+def test_promotion_beside_a_fact_it_may_contradict_leaves_both_for_a_person(world):
+    existing = propose_fact(
+        domain=world.architecture,
+        data=FactInput(topic="team", content="Mia leads the platform team.", memory_type="profile"),
+        by=Actor.of_agent(world.coder2),
+    ).fact
+    candidate = submit(world, topic="team", proposed_memory="Omar leads the platform team.")
+    replay(world, candidate, passed=True)
+    decision = promote(candidate=candidate, by=Actor.of_agent(world.coder), write=True)
+    assert decision.outcome == "possible_conflict"
+    assert f"may contradict fact {existing.pk}" in decision.reason
+    promoted = Fact.objects.get(pk=decision.fact_id)
+    assert promoted.is_live and Fact.objects.get(pk=existing.pk).is_live
+    assert promoted.conflicts_as_proposed.get().status == "open"
