@@ -113,10 +113,12 @@ class Page(TypedDict):
 
 class Proposal(TypedDict, total=False):
     fact: dict[str, Any]
-    outcome: Literal["created", "re_mentioned", "conflict_won", "conflict_lost"]
+    # possible_conflict: it may contradict `compared_with`; both stay live and a person decides.
+    outcome: Literal["created", "re_mentioned", "conflict_won", "conflict_lost", "possible_conflict"]
     conflict_id: int | None
     similarity: float | None
     compared_with: int | None
+    reason: str
 
 
 class Run(TypedDict, total=False):
@@ -239,6 +241,18 @@ class EngramClient:
         timeout: float | None = None,
     ) -> dict[str, Any]:
         """One API call with retries; the decoded JSON answer (an empty dict for an empty body)."""
+        return self._send(method, path, body, query=query, timeout=timeout)[0]
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        body: Mapping[str, Any] | None = None,
+        *,
+        query: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> tuple[dict[str, Any], float | None]:
+        """`request`, also answering the 2xx answer's Retry-After (seconds), if it had one."""
         url = self.api + path.lstrip("/")
         params = _clean(query or {})
         if params:
@@ -256,7 +270,8 @@ class EngramClient:
             try:
                 with urllib.request.urlopen(request, timeout=timeout or self.timeout) as response:  # noqa: S310
                     raw = response.read().decode("utf-8")
-                    return dict(json.loads(raw)) if raw.strip() else {}
+                    payload = dict(json.loads(raw)) if raw.strip() else {}
+                    return payload, _retry_after(response.headers.get("Retry-After"))
             except urllib.error.HTTPError as exc:
                 if exc.code in RETRY_STATUSES and attempt < self.retries:
                     retry_after = _retry_after(exc.headers.get("Retry-After") if exc.headers else None)
@@ -326,7 +341,8 @@ class EngramClient:
         return cast(Page, self.request("GET", "facts/", query=query))
 
     def get_fact(self, fact_id: int) -> dict[str, Any]:
-        """GET facts/{id}/: the fact with its history and conflicts."""
+        """GET facts/{id}/: the fact with its history, its conflicts (possible ones included) and
+        `mentions` (what was said each time it was stated again, newest first) with `mentions_total`."""
         return self.request("GET", f"facts/{int(fact_id)}/")
 
     # --- writes ---------------------------------------------------------------------------------
@@ -343,7 +359,13 @@ class EngramClient:
         source_observation_ids: list[int] | None = None,
         episode_id: int | None = None,
     ) -> Proposal:
-        """POST facts/ (propose_fact): the fact and the outcome (created, re_mentioned, conflict_…)."""
+        """POST facts/ (propose_fact): the fact and the outcome — created, re_mentioned, conflict_won,
+        conflict_lost or possible_conflict (both facts stay live, a person decides; `conflict_id`) — with
+        the classifier's `reason`. The body is the server's, unfiltered.
+
+        veracity: agent_inferred (the server's default), tool_generated or imported — what an agent
+        states (others answer 403 veracity_not_allowed). observed_at: ISO 8601, not in the future.
+        episode_id: an episode this agent opened (create_episode, a preamble, a search, its run)."""
         body = {
             "domain": domain,
             "repo": repo,
@@ -390,9 +412,10 @@ class EngramClient:
         repo: str | None = None,
         limit: int | None = None,
         offset: int | None = None,
+        status: str | None = None,
     ) -> Page:
-        """GET conflicts/ (list_memory_conflicts)."""
-        query = {"domain": domain, "topic": topic, "repo": repo, "limit": limit, "offset": offset}
+        """GET conflicts/ (list_memory_conflicts); status open lists the possible conflicts waiting for a person."""
+        query = {"domain": domain, "topic": topic, "repo": repo, "limit": limit, "offset": offset, "status": status}
         return cast(Page, self.request("GET", "conflicts/", query=query))
 
     def get_notes(self) -> dict[str, Any]:
@@ -420,11 +443,15 @@ class EngramClient:
         return self.request("POST", "remember/", _clean(body))
 
     def consolidate(self, session_id: str | None = None) -> dict[str, Any]:
-        """POST consolidate/ (consolidate_memory): promoted, re_mentioned, merged."""
+        """POST consolidate/ (consolidate_memory): promoted, re_mentioned, conflicts, possible_conflicts,
+        merged. While this agent's
+        consolidation of the session is queued or running: its `task_id` and `joined` true, no report."""
         return self.request("POST", "consolidate/", _clean({"session_id": session_id}))
 
     def harmonize(self, domain: str | None = None, repo: str | None = None) -> dict[str, Any]:
-        """POST harmonize/ (harmonize_memory): conflicts found and resolved."""
+        """POST harmonize/ (harmonize_memory): conflicts found and resolved, possible conflicts opened.
+        While the workspace's
+        harmonisation is queued or running: its `task_id` and `joined` true, no report."""
         return self.request("POST", "harmonize/", _clean({"domain": domain, "repo": repo}))
 
     def create_episode(self, kind: str, title: str | None = None, started_at: str | None = None) -> dict[str, Any]:
@@ -458,12 +485,14 @@ class EngramClient:
 
     def get_review(self, review_id: int, wait: float | None = None) -> dict[str, Any]:
         """GET reviews/{id}/, long-polling up to `wait` seconds (max 30) while pending."""
+        return self._poll_review(review_id, wait)[0]
+
+    def _poll_review(self, review_id: int, wait: float | None) -> tuple[dict[str, Any], float | None]:
+        """The review and, when the server was too busy to hold the poll, its Retry-After."""
         if not wait:
-            return self.request("GET", f"reviews/{int(review_id)}/")
+            return self._send("GET", f"reviews/{int(review_id)}/")
         wait = max(0.0, min(float(wait), LONG_POLL_SECONDS))
-        return self.request(
-            "GET", f"reviews/{int(review_id)}/", query={"wait": f"{wait:g}"}, timeout=self.timeout + wait
-        )
+        return self._send("GET", f"reviews/{int(review_id)}/", query={"wait": f"{wait:g}"}, timeout=self.timeout + wait)
 
     def consume_review(self, review_id: int) -> dict[str, Any]:
         """POST reviews/{id}/consume/: approved|rejected → consumed (409 review_pending before)."""
@@ -483,7 +512,9 @@ class EngramClient:
         """Submit a remember review, long-poll until a person resolves it, then (by default)
         consume it. Returns the resolved review (`status`, `resolution` with stored_ids and a
         note for the final answer). Raises ReviewTimeout after `timeout` seconds (None: wait as
-        long as it takes); `on_submitted` gets the created review, e.g. to show its review_url."""
+        long as it takes); `on_submitted` gets the created review, e.g. to show its review_url.
+        A server holding too many long-polls answers at once with Retry-After: the next poll
+        waits that long (a busy server is never polled in a tight loop)."""
         review = self.submit_review(session_id=session_id, output=output, files=files, repo=repo)
         if on_submitted is not None:
             on_submitted(review)
@@ -493,9 +524,12 @@ class EngramClient:
             remaining = LONG_POLL_SECONDS if deadline is None else deadline - time.monotonic()
             if remaining <= 0:
                 raise ReviewTimeout(f"Remember review {review_id} is still pending: {review.get('review_url', '')}")
-            current = self.get_review(review_id, wait=max(0.1, min(LONG_POLL_SECONDS, remaining)))
+            current, retry_after = self._poll_review(review_id, max(0.1, min(LONG_POLL_SECONDS, remaining)))
             if current["status"] != "pending":
                 break
+            if retry_after is not None:
+                pause = min(retry_after, self.max_backoff)
+                self._sleep(pause if deadline is None else max(0.0, min(pause, deadline - time.monotonic())))
         if consume and current["status"] != "consumed":
             try:
                 current = self.consume_review(review_id)

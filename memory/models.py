@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.core.validators import MaxValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -26,11 +27,21 @@ EMBEDDING_DIM = 384
 
 
 # --- Tenancy ------------------------------------------------------------------------------
+# The largest policy budget a workspace admin may set: about 5,000 tokens of rules before every task.
+POLICY_BUDGET_MAX = 20_000
+
+
 class Workspace(models.Model):
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200)
+    # 2,000 characters (about 500 tokens) is some twenty one-line rules, or four of the longest
+    # (ENGRAM_POLICY_MAX_CHARS, 500): with the preamble's ~1,200 characters of facts, a dispatch
+    # stays near 1,000 tokens before the task. A workspace admin can raise it.
     policy_budget_chars = models.PositiveIntegerField(
-        default=2000, help_text="Characters the active policies may add to every dispatch before the site warns."
+        default=2000,
+        validators=[MaxValueValidator(POLICY_BUDGET_MAX)],
+        help_text="Characters the active policies may add to every dispatch. A proposal, revision or "
+        "activation that would go past it is refused (409 policy_budget_exceeded).",
     )
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -356,22 +367,55 @@ class Policy(models.Model):
 
 
 class Conflict(models.Model):
-    """Two facts on one domain and topic that disagreed, and the rule that decided."""
+    """Two facts on one domain and topic that disagree — or may — and how that was decided.
+
+    `existing` is the live fact a write (or harmonize) compared against, `proposed` the newcomer.
+    A conflict the machine decided (status `decided`, resolution `machine`) names its winner, loser
+    and rule (veracity, confidence, recency) at detection. A *possible* conflict — the classifier
+    could not tell a contradiction from two true statements — opens with status `open`: both facts
+    stay live and winner, loser and rule stay empty until a person decides (rule `human`):
+    `contradicts` (a winner, the loser superseded), `same` (the newer became a re-mention of the
+    older; no winner) or `both_true` (status `dismissed`: both stay, the pair is not asked again)."""
 
     class Rule(models.TextChoices):
         VERACITY = "veracity", "higher veracity"
         CONFIDENCE = "confidence", "higher confidence"
         RECENCY = "recency", "newer"
+        HUMAN = "human", "a person decided"
+
+    class Status(models.TextChoices):
+        OPEN = "open", "waiting for a person"
+        DECIDED = "decided"
+        DISMISSED = "dismissed", "both true"
+
+    class Resolution(models.TextChoices):
+        MACHINE = "machine", "decided by the rule"
+        SAME = "same", "the same fact (merged)"
+        CONTRADICTS = "contradicts", "contradicts (a person chose the winner)"
+        BOTH_TRUE = "both_true", "both true"
+
+    MACHINE_RULES = ("veracity", "confidence", "recency")
+    WITH_WINNER = ("machine", "contradicts")
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="conflicts")
     domain = models.ForeignKey(MemoryDomain, on_delete=models.CASCADE, related_name="conflicts")
     topic = models.CharField(max_length=200)
-    winner = models.ForeignKey(Fact, on_delete=models.PROTECT, related_name="conflicts_won")
-    loser = models.ForeignKey(Fact, on_delete=models.PROTECT, related_name="conflicts_lost")
-    rule = models.CharField(max_length=12, choices=Rule.choices)
+    existing = models.ForeignKey(Fact, on_delete=models.PROTECT, related_name="conflicts_as_existing")
+    proposed = models.ForeignKey(Fact, on_delete=models.PROTECT, related_name="conflicts_as_proposed")
+    winner = models.ForeignKey(Fact, null=True, blank=True, on_delete=models.PROTECT, related_name="conflicts_won")
+    loser = models.ForeignKey(Fact, null=True, blank=True, on_delete=models.PROTECT, related_name="conflicts_lost")
+    rule = models.CharField(max_length=12, choices=Rule.choices, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.DECIDED)
+    resolution = models.CharField(max_length=12, choices=Resolution.choices, default=Resolution.MACHINE, blank=True)
+    reason = models.CharField(max_length=500, blank=True, help_text="The classifier's reason, in a reviewer's words.")
     similarity = models.FloatField()
     detected_by = models.CharField(max_length=20, default="write", help_text="write, harmonize")
     detected_at = models.DateTimeField(default=timezone.now)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decision_note = models.CharField(max_length=500, blank=True)
     reviewed_at = models.DateTimeField(null=True, blank=True)
     reviewed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -381,13 +425,46 @@ class Conflict(models.Model):
         ordering = ["-detected_at", "-id"]
         constraints = [
             models.CheckConstraint(condition=~Q(winner=models.F("loser")), name="conflict_two_facts"),
+            models.CheckConstraint(condition=~Q(existing=models.F("proposed")), name="conflict_pair_two_facts"),
             models.CheckConstraint(
-                condition=Q(rule__in=["veracity", "confidence", "recency"]), name="conflict_rule_valid"
+                condition=Q(rule__in=["veracity", "confidence", "recency", "human", ""]), name="conflict_rule_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["open", "decided", "dismissed"]), name="conflict_status_valid"
+            ),
+            # Open: nothing decided yet. Decided: a machine rule or a person's. Dismissed: both true.
+            models.CheckConstraint(
+                condition=Q(status="open", resolution="", rule="")
+                | Q(status="decided", resolution="machine", rule__in=["veracity", "confidence", "recency"])
+                | Q(status="decided", resolution__in=["same", "contradicts"], rule="human")
+                | Q(status="dismissed", resolution="both_true", rule="human"),
+                name="conflict_status_resolution_rule",
+            ),
+            # A winner and a loser exactly when it was decided as a contradiction, and they are the pair.
+            models.CheckConstraint(
+                condition=Q(
+                    resolution__in=["machine", "contradicts"], winner=models.F("existing"), loser=models.F("proposed")
+                )
+                | Q(resolution__in=["machine", "contradicts"], winner=models.F("proposed"), loser=models.F("existing"))
+                | (~Q(resolution__in=["machine", "contradicts"]) & Q(winner__isnull=True, loser__isnull=True)),
+                name="conflict_winner_is_of_the_pair",
+            ),
+            models.UniqueConstraint(
+                fields=["existing", "proposed"], condition=Q(status="open"), name="conflict_one_open_per_pair"
             ),
         ]
+        indexes = [models.Index(fields=["workspace", "domain"], name="conflict_open", condition=Q(status="open"))]
 
     def __str__(self) -> str:
+        if self.status == self.Status.OPEN:
+            return f"#{self.proposed_id} may contradict #{self.existing_id}"
+        if self.winner_id is None:
+            return f"#{self.proposed_id} and #{self.existing_id}: {self.get_resolution_display()}"
         return f"#{self.winner_id} beat #{self.loser_id} by {self.rule}"
+
+    @property
+    def is_open(self) -> bool:
+        return self.status == self.Status.OPEN
 
 
 class Observation(models.Model):
@@ -475,6 +552,49 @@ class EpisodeFact(models.Model):
 
     def __str__(self) -> str:
         return f"episode {self.episode_id} {self.relation} fact {self.fact_id}"
+
+
+class FactMention(models.Model):
+    """What was said when a fact was stated again: a re-mention, a near-duplicate merged into it,
+    or a fact a person decided says the same. The fact is not duplicated; the words are kept."""
+
+    class Via(models.TextChoices):
+        PROPOSAL = "proposal", "stated again"
+        MERGE = "merge", "near-duplicate merged"
+        REVIEW = "review", "a person decided it is the same"
+
+    fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="mentions")
+    text = models.TextField()
+    veracity = models.CharField(max_length=20, choices=Veracity.choices)
+    via = models.CharField(max_length=10, choices=Via.choices, default=Via.PROPOSAL)
+    agent = models.ForeignKey("agents.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    episode = models.ForeignKey(Episode, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    merged_fact = models.ForeignKey(
+        Fact,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The fact whose text this was, when a fact was merged into this one.",
+    )
+    observed_at = models.DateTimeField(default=timezone.now, help_text="When it was said to be true.")
+    similarity = models.FloatField(null=True, blank=True, help_text="Cosine to the fact's text.")
+    reason = models.CharField(max_length=500, blank=True, help_text="Why it counts as the same.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=~Q(text=""), name="fact_mention_text_not_empty"),
+            models.CheckConstraint(condition=Q(via__in=["proposal", "merge", "review"]), name="fact_mention_via_valid"),
+        ]
+        indexes = [models.Index(fields=["fact", "-created_at", "-id"], name="fact_mention_recent")]
+
+    def __str__(self) -> str:
+        return f"mention of #{self.fact_id}: {self.text[:60]}"
 
 
 # --- Audit -------------------------------------------------------------------------------
@@ -621,6 +741,9 @@ class Replay(models.Model):
     recorded_by_agent = models.ForeignKey(
         "agents.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    recorded_by_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     recorded_by_label = models.CharField(max_length=200)
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -685,3 +808,59 @@ class PromotionDecision(models.Model):
     @property
     def is_dry_run(self) -> bool:
         return self.decision == self.Kind.DRY_RUN
+
+
+# --- Background jobs (SPEC §4: consolidate, harmonize) ----------------------------------------
+class Job(models.Model):
+    """One asked-for run of consolidate or harmonize. At most one job per (kind, scope) is
+    unfinished at a time (a partial unique index): a second request while one is queued or
+    running gets that job instead of queueing another. A job not finished by `expires_at` (a
+    crashed worker or web process) is closed as expired by the next request for its scope."""
+
+    class Kind(models.TextChoices):
+        CONSOLIDATE = "consolidate"
+        HARMONIZE = "harmonize"
+
+    class State(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+        EXPIRED = "expired"
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="jobs")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    scope = models.CharField(max_length=300, help_text="What runs one at a time: the workspace, or agent+session.")
+    task_id = models.CharField(max_length=64, unique=True)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.QUEUED)
+    arguments = models.JSONField(default=dict, blank=True)
+    report = models.JSONField(null=True, blank=True)
+    error = models.CharField(max_length=500, blank=True)
+    requested_by_agent = models.ForeignKey(
+        "agents.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["workspace", "-created_at"], name="job_by_workspace")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["kind", "scope"], condition=Q(finished_at__isnull=True), name="job_one_unfinished_per_scope"
+            ),
+            models.CheckConstraint(
+                condition=(Q(finished_at__isnull=True) & Q(state__in=["queued", "running"]))
+                | (Q(finished_at__isnull=False) & Q(state__in=["done", "failed", "expired"])),
+                name="job_finished_iff_final_state",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.scope} ({self.state})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.finished_at is not None

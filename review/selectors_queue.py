@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from memory.models import Candidate, Conflict, Fact, Workspace
+from memory.models import Candidate, Conflict, Fact, FactStatus, Workspace
 from review.access import reviewable_domain_ids
 from review.models import RememberReview
 
@@ -18,8 +18,10 @@ KINDS = {
     "remember": "Remember review",
     "candidate": "Candidate needing approval",
     "conflict": "Conflict lost by a human-stated fact",
+    "possible": "Possible conflict",
     "challenged": "Challenged fact",
 }
+MAX_AGE_DAYS = 36_500
 
 
 @dataclass
@@ -44,17 +46,19 @@ def queue(user: Any, params: dict[str, str], *, limit: int = 200) -> tuple[list[
     workspaces = Workspace.objects.for_user(user)
     if params.get("workspace"):
         workspaces = workspaces.filter(slug=params["workspace"])
-    if params.get("domain", "").isdigit():
+    if params.get("domain", "").isdecimal():  # isdigit() also says yes to "²", which int() refuses
         domain_ids &= {int(params["domain"])}
     since = None
-    if params.get("age", "").isdigit():
-        since = timezone.now() - timedelta(days=int(params["age"]))
+    if params.get("age", "").isdecimal():  # a century at most: further back is before year 1
+        since = timezone.now() - timedelta(days=min(int(params["age"]), MAX_AGE_DAYS))
     kinds = [params["kind"]] if params.get("kind") in KINDS else list(KINDS)
 
     entries: list[QueueEntry] = []
     if "remember" in kinds and not params.get("domain"):
-        reviews = RememberReview.objects.filter(status="pending", workspace__in=workspaces).select_related(
-            "workspace", "agent", "repo"
+        reviews = (
+            RememberReview.objects.for_user(user)
+            .filter(status="pending", workspace__in=workspaces)
+            .select_related("workspace", "agent", "repo")
         )
         if since:
             reviews = reviews.filter(created_at__lt=since)
@@ -101,6 +105,17 @@ def queue(user: Any, params: dict[str, str], *, limit: int = 200) -> tuple[list[
                 "conflict", f"conflict-{c.pk}", c.winner.content[:120], c.workspace, c.domain.label, c.detected_at, c
             )
             for c in conflicts[:limit]
+            if c.winner is not None  # a loser implies a winner (conflict_winner_is_of_the_pair)
+        ]
+    if "possible" in kinds:
+        possible = possible_conflicts(workspaces, domain_ids)
+        if since:
+            possible = possible.filter(detected_at__lt=since)
+        entries += [
+            QueueEntry(
+                "possible", f"possible-{c.pk}", c.proposed.content[:120], c.workspace, c.domain.label, c.detected_at, c
+            )
+            for c in possible[:limit]
         ]
     if "challenged" in kinds:
         facts = (
@@ -121,6 +136,33 @@ def queue(user: Any, params: dict[str, str], *, limit: int = 200) -> tuple[list[
     counts = {kind: sum(1 for e in entries if e.kind == kind) for kind in KINDS}
     entries.sort(key=lambda e: e.created_at, reverse=params.get("order") != "oldest")
     return entries, counts
+
+
+def possible_conflicts(workspaces: Any, domain_ids: set[int]) -> QuerySet[Conflict]:
+    """Possible conflicts (the classifier was unsure) in these domains, both facts still live: a
+    pair whose fact was superseded or retired meanwhile has nothing left to decide."""
+    live = Q(superseded_by__isnull=True, status__in=[FactStatus.ACTIVE, FactStatus.CHALLENGED])
+    return (
+        Conflict.objects.filter(workspace__in=workspaces, domain_id__in=domain_ids, status=Conflict.Status.OPEN)
+        .filter(existing__in=Fact.objects.filter(live), proposed__in=Fact.objects.filter(live))
+        .select_related("workspace", "domain__repo", "existing", "proposed")
+        .defer(*(f"{side}__{field}" for side in ("existing", "proposed") for field in ("embedding", "search_vector")))
+    )
+
+
+def decided_possible_conflict(user: Any, pk: int) -> Conflict | None:
+    """A possible conflict already decided, in a domain the person may review (else None): a
+    second decision on it is answered as such, not as a missing item."""
+    return (
+        Conflict.objects.filter(
+            pk=pk,
+            workspace__in=Workspace.objects.for_user(user),
+            domain_id__in=reviewable_domain_ids(user),
+            decided_by__isnull=False,
+        )
+        .exclude(status=Conflict.Status.OPEN)
+        .first()
+    )
 
 
 def live_rivals(candidate_or_fact: Candidate | Fact) -> list[Fact]:

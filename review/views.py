@@ -6,19 +6,22 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from memory.models import AuditEvent, Fact, Workspace
+from memory import access
+from memory.models import AuditEvent, Fact
 from review.selectors import pending_reviews_for_user
 from review.selectors_queue import KINDS, queue
 
 
 @login_required
 def dashboard(request: HttpRequest) -> HttpResponse:
-    workspaces = Workspace.objects.for_user(request.user)
+    workspaces = access.workspaces(request.user, "view")
     remember_reviews = pending_reviews_for_user(request.user)
     entries, counts = queue(request.user, {})
     visible_workspaces = list(workspaces)
-    challenged = Fact.objects.filter(
-        workspace__in=visible_workspaces, status="challenged", superseded_by__isnull=True
+    challenged = access.restrict(  # counted over the domains this person may see only
+        Fact.objects.filter(workspace__in=visible_workspaces, status="challenged", superseded_by__isnull=True),
+        request.user,
+        "view",
     ).count()
     activity = AuditEvent.objects.filter(workspace__in=visible_workspaces).select_related("workspace")[:15]
     return render(

@@ -12,10 +12,18 @@ from memory.actors import Actor
 from memory.errors import EngramError
 from memory.models import Workspace
 from memory.services import promotion
-from memory.services.conflicts import review_conflict
+from memory.services.conflicts import decide_conflict, review_conflict
 from memory.services.lifecycle import deprecate_fact, revalidate_fact
 from review.diff import render_inline, render_side_by_side
-from review.selectors_queue import KINDS, entry_for, live_rivals, queue
+from review.selectors_queue import KINDS, decided_possible_conflict, entry_for, live_rivals, queue
+
+# The buttons of a possible conflict: the resolution, and which fact wins a contradiction.
+POSSIBLE_ACTIONS = {
+    "same": ("same", None),
+    "existing_wins": ("contradicts", "existing"),
+    "proposed_wins": ("contradicts", "proposed"),
+    "both_true": ("both_true", None),
+}
 
 
 def _queue_context(request: HttpRequest) -> dict:
@@ -52,11 +60,16 @@ def _detail_context(request: HttpRequest, kind: str, pk: int) -> dict:
             )
             for f in live_rivals(candidate)
         ]
-        context["replays"] = list(candidate.replays.order_by("-created_at")[:5])
+        latest = candidate.replays.select_related("recorded_by_agent").order_by("-created_at", "-id")[:5]
+        context["replays"] = [(r, promotion.replay_standing(candidate, r)) for r in latest]
     elif kind == "conflict":
         conflict = entry.obj
         context["diff"] = render_inline(conflict.loser.content, conflict.winner.content)
         context["side"] = render_side_by_side(conflict.loser.content, conflict.winner.content)
+    elif kind == "possible":
+        conflict = entry.obj
+        context["diff"] = render_inline(conflict.existing.content, conflict.proposed.content)
+        context["side"] = render_side_by_side(conflict.existing.content, conflict.proposed.content)
     elif kind == "challenged":
         context["rivals"] = [(f, render_inline(entry.obj.content, f.content), None) for f in live_rivals(entry.obj)]
     return context
@@ -70,9 +83,16 @@ def queue_detail(request: HttpRequest, kind: str, pk: str) -> HttpResponse:
 @login_required
 @require_POST
 def queue_decide(request: HttpRequest, kind: str, pk: str) -> HttpResponse:
-    """approve / edit-and-approve / deny (candidates), keep / restore (conflicts), revalidate /
-    deprecate (challenged facts). Answers the refreshed detail; the queue reloads on the trigger."""
+    """approve / edit-and-approve / deny (candidates), keep / restore (conflicts), same /
+    existing_wins / proposed_wins / both_true (possible conflicts), revalidate / deprecate
+    (challenged facts). Answers the refreshed detail; the queue reloads on the trigger. A possible
+    conflict decided already answers 409 (`conflict_decided`)."""
     entry = entry_for(request.user, kind, int(pk))
+    if entry is None and kind == "possible" and (decided := decided_possible_conflict(request.user, int(pk))):
+        detail = f"This possible conflict was already decided ({decided.get_resolution_display()})."
+        response = render(request, "review/queue_detail.html", {"entry": None, "error": detail}, status=409)
+        response["HX-Trigger"] = "queue-changed"
+        return response
     if entry is None:
         raise Http404("Not in your queue (decided meanwhile, or not yours to decide).")
     by = Actor.of_user(request.user)
@@ -97,6 +117,15 @@ def queue_decide(request: HttpRequest, kind: str, pk: str) -> HttpResponse:
         elif kind == "conflict" and action in {"keep", "restore"}:
             restored = review_conflict(conflict=entry.obj, by=by, restore_loser=action == "restore", reason=reason)
             message = f"Restored as fact #{restored.pk}." if restored else "Decision kept."
+        elif kind == "possible" and action in POSSIBLE_ACTIONS:
+            resolution, side = POSSIBLE_ACTIONS[action]
+            winner_id = getattr(entry.obj, f"{side}_id") if side else None
+            decide_conflict(conflict=entry.obj, by=by, resolution=resolution, winner_id=winner_id, note=reason)
+            message = {
+                "same": "Recorded as the same fact: the newer one is now a mention of the older.",
+                "contradicts": f"Recorded as a contradiction: fact #{winner_id} stands, the other is superseded.",
+                "both_true": "Recorded as both true: both stay, and this pair will not be asked again.",
+            }[resolution]
         elif kind == "challenged" and action == "revalidate":
             revalidate_fact(fact=entry.obj, by=by, validated_by="human", note=reason)
             message = "Revalidated: the fact is active again."

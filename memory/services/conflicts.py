@@ -1,27 +1,467 @@
-"""A person's review of a recorded conflict (the queue shows conflicts lost by human-stated facts)."""
+"""What a write means (SPEC §3, issue 14): one place decides and applies how a statement relates
+to a live fact of its domain and topic, for every path that compares facts — propose and ingest
+(memory.services.facts), consolidation's merge and harmonize (memory.services.hot), promotion
+(through propose) and a person's decision in the review queue.
+
+- SAME → `apply_same`: a re-mention, or a fact merged into the one it restates; either way what
+  was said is kept as a FactMention of the fact that stays.
+- CONTRADICTS → `apply_conflict`: the rule (veracity, then confidence, then newer) or a person
+  picks the winner, the loser is superseded, a Conflict row records it, and a promoted active
+  loser is challenged so reviewers see it.
+- UNSURE → `open_possible_conflict`: no machine decides; both facts stay live and an open
+  Conflict waits in the review queue for a person (`decide_conflict`).
+- SEPARATE → nothing to apply: two independent facts.
+
+Callers hold the transaction and the locks (lock_topic, then the live rows in pk order); these
+functions write the rows and their audit events. No model inference happens here.
+"""
 
 from __future__ import annotations
 
-from django.db import transaction
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
+from memory import access
 from memory.actors import Actor
 from memory.audit import record_event
-from memory.errors import InvalidInput, StateConflict
-from memory.models import Conflict, Fact
-from memory.services.facts import supersede_fact
+from memory.embeddings import cosine
+from memory.errors import InsufficientPermission, InvalidInput, StateConflict
+from memory.models import VERACITY_WEIGHT, Conflict, Episode, Fact, FactMention, FactStatus
+from memory.services.lifecycle import ChallengeReason, challenge_fact
+from memory.similarity import Relation, Verdict, classify, normalise
+
+if TYPE_CHECKING:
+    from agents.models import Agent
+
+# How many of a fact's mention texts are read to recognise a text a person (or a merge) already
+# tied to it; the newest first.
+REMEMBERED_MENTIONS = 500
+
+
+def lock_topic(domain_id: int, topic: str) -> None:
+    """Serialise writers of one domain+topic, even before any row exists to lock."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"fact-topic:{domain_id}:{topic}"])
+
+
+def decide_winner(new: Fact, old: Fact) -> tuple[Fact, Fact, str]:
+    """Higher veracity, then higher confidence, then newer (observed_at; the proposal on a tie)."""
+    new_weight, old_weight = VERACITY_WEIGHT[new.veracity], VERACITY_WEIGHT[old.veracity]
+    if new_weight != old_weight:
+        return (new, old, Conflict.Rule.VERACITY) if new_weight > old_weight else (old, new, Conflict.Rule.VERACITY)
+    if abs(new.confidence - old.confidence) > 1e-9:
+        return (
+            (new, old, Conflict.Rule.CONFIDENCE)
+            if new.confidence > old.confidence
+            else (old, new, Conflict.Rule.CONFIDENCE)
+        )
+    return (old, new, Conflict.Rule.RECENCY) if old.observed_at > new.observed_at else (new, old, Conflict.Rule.RECENCY)
+
+
+def reinforce(confidence: float, veracity: str) -> float:
+    """c ← c + (1 − c) · r · w (SPEC §3)."""
+    rate = settings.ENGRAM_REINFORCEMENT_RATE
+    return min(1.0, confidence + (1.0 - confidence) * rate * VERACITY_WEIGHT[veracity])
+
+
+# --- Deciding the relation ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Match:
+    """How a statement relates to one live fact, and their cosine."""
+
+    fact: Fact
+    verdict: Verdict
+    similarity: float
+
+    @property
+    def kind(self) -> Relation:
+        return self.verdict.kind
+
+
+# SAME beats everything (nothing said is duplicated); then a contradiction (decided by the rule);
+# then an unsure pair (a person decides). Among equals, the closest fact.
+_PRECEDENCE = {Relation.SAME: 0, Relation.CONTRADICTS: 1, Relation.UNSURE: 2}
+
+
+def compare(content: str, vector: list[float], live: Iterable[Fact]) -> list[Match]:
+    """The classifier's verdict of `content` against each live fact (pure: no query)."""
+    matches = []
+    for fact in live:
+        if fact.embedding is not None:
+            similarity = cosine(vector, list(fact.embedding))
+        else:
+            similarity = 1.0 if normalise(fact.content) == normalise(content) else 0.0
+        matches.append(Match(fact, classify(fact.content, content, similarity), similarity))
+    return matches
+
+
+def choose(matches: Iterable[Match]) -> Match | None:
+    """The one relation a write acts on: the closest SAME, else the closest CONTRADICTS, else the
+    closest UNSURE; None when the statement is separate from every live fact."""
+    ranked = [m for m in matches if m.kind in _PRECEDENCE]
+    return min(ranked, key=lambda m: (_PRECEDENCE[m.kind], -m.similarity), default=None)
+
+
+def remembered(content: str, matches: list[Match]) -> list[Match]:
+    """A person's (or a merge's) earlier word about this very text outranks the classifier: a text
+    kept as one of a fact's mentions restates that fact; a text a person called `both true` beside
+    a fact is separate from it. Queries only when some verdict is CONTRADICTS or UNSURE."""
+    doubtful = {m.fact.pk for m in matches if m.kind in (Relation.CONTRADICTS, Relation.UNSURE) and m.fact.pk}
+    if not doubtful:
+        return matches
+    key = normalise(content)
+    mentions = (
+        FactMention.objects.filter(fact_id__in=doubtful)
+        .order_by("-created_at", "-id")
+        .values_list("fact_id", "text")[:REMEMBERED_MENTIONS]
+    )
+    same = {fact_id for fact_id, text in mentions if normalise(text) == key}
+    dismissed = Conflict.objects.filter(status=Conflict.Status.DISMISSED).filter(
+        Q(existing_id__in=doubtful) | Q(proposed_id__in=doubtful)
+    )
+    separate: set[int] = set()
+    for existing_id, proposed_id, existing_text, proposed_text in dismissed.values_list(
+        "existing_id", "proposed_id", "existing__content", "proposed__content"
+    ):
+        if existing_id in doubtful and normalise(proposed_text) == key:
+            separate.add(existing_id)
+        if proposed_id in doubtful and normalise(existing_text) == key:
+            separate.add(proposed_id)
+    if not (same or separate):
+        return matches
+    out = []
+    for m in matches:
+        if m.fact.pk in same:
+            m = Match(
+                m.fact, Verdict(Relation.SAME, "same meaning: already kept as a mention of this fact"), m.similarity
+            )
+        elif m.fact.pk in separate:
+            m = Match(m.fact, Verdict(Relation.SEPARATE, "separate: a person decided both are true"), m.similarity)
+        out.append(m)
+    return out
+
+
+def relate(content: str, vector: list[float], live: Iterable[Fact]) -> Match | None:
+    """The relation a proposal is written with (see `choose`), earlier decisions applied."""
+    return choose(remembered(content, compare(content, vector, live)))
+
+
+def settled_pairs(fact_ids: Iterable[int]) -> set[frozenset[int]]:
+    """Pairs among `fact_ids` a person is already asked about (open) or dismissed (both true):
+    harmonize and merge leave them alone."""
+    ids = list(fact_ids)
+    rows = Conflict.objects.filter(
+        status__in=[Conflict.Status.OPEN, Conflict.Status.DISMISSED], existing_id__in=ids, proposed_id__in=ids
+    ).values_list("existing_id", "proposed_id")
+    return {frozenset(pair) for pair in rows}
+
+
+# --- Applying it ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Said:
+    """Who said what, and when it was true: a proposal's words, or an absorbed fact's."""
+
+    text: str
+    veracity: str
+    observed_at: datetime
+    agent: Agent | None = None
+    user: Any = None
+    episode: Episode | None = None
+
+    @classmethod
+    def of_fact(cls, fact: Fact) -> Said:
+        return cls(fact.content, fact.veracity, fact.observed_at, fact.created_by_agent, fact.created_by_user)
+
+
+def apply_same(
+    *,
+    fact: Fact,
+    said: Said,
+    by: Actor,
+    similarity: float | None,
+    reason: str,
+    absorbed: Fact | None = None,
+    via: str = FactMention.Via.PROPOSAL,
+    now: datetime | None = None,
+) -> FactMention:
+    """`said` restates `fact`: its words become a mention of `fact`, which gains a mention and
+    confidence (and the stronger veracity). With `absorbed` (a merge, or a person's `same`), that
+    live fact is superseded by `fact`, its mentions move with it, and its count adds up."""
+    now = now or timezone.now()
+    before = fact.confidence
+    fact.confidence = reinforce(fact.confidence, said.veracity)
+    fact.mention_count += absorbed.mention_count if absorbed is not None else 1
+    fact.last_mentioned_at = max(fact.last_mentioned_at, now if absorbed is None else absorbed.last_mentioned_at)
+    fields = ["confidence", "mention_count", "last_mentioned_at"]
+    if VERACITY_WEIGHT[said.veracity] > VERACITY_WEIGHT[fact.veracity]:
+        fact.veracity = said.veracity  # a stronger source now vouches for it
+        fields.append("veracity")
+    fact.save(update_fields=fields)
+    mention = FactMention.objects.create(
+        fact=fact,
+        text=said.text,
+        veracity=said.veracity,
+        via=via,
+        agent=said.agent,
+        user=said.user,
+        episode=said.episode,
+        merged_fact=absorbed,
+        observed_at=said.observed_at,
+        similarity=round(similarity, 4) if similarity is not None else None,
+        reason=reason[:500],
+        created_at=now,
+    )
+    detail: dict[str, Any] = {
+        "text": said.text,
+        "mention": mention.pk,
+        "similarity": mention.similarity,
+        "reason": mention.reason,
+        "confidence_before": round(before, 4),
+        "confidence": round(fact.confidence, 4),
+        "mention_count": fact.mention_count,
+    }
+    if absorbed is None:
+        record_event(actor=by, verb="fact.re_mentioned", workspace_id=fact.workspace_id, target=fact, detail=detail)
+        return mention
+    FactMention.objects.filter(fact=absorbed).update(fact=fact)
+    absorbed.superseded_by, absorbed.superseded_at = fact, now
+    absorbed.supersede_reason = f"restates fact {fact.pk}: {reason}"[:500]
+    absorbed.save(update_fields=["superseded_by", "superseded_at", "supersede_reason"])
+    record_event(
+        actor=by,
+        verb="fact.merged",
+        workspace_id=fact.workspace_id,
+        target=absorbed,
+        detail={"into": fact.pk, **detail},
+    )
+    return mention
+
+
+def apply_conflict(
+    *,
+    new: Fact,
+    old: Fact,
+    by: Actor,
+    similarity: float,
+    reason: str,
+    detected_by: str = "write",
+    now: datetime | None = None,
+) -> Conflict:
+    """`new` contradicts the live `old` (both saved): the rule picks the winner, the loser is
+    superseded by it, a decided Conflict row records the pair, and a promoted active loser is
+    challenged (a promoted rule does not go quietly into history: reviewers see it, SPEC §7)."""
+    now = now or timezone.now()
+    winner, loser, rule = decide_winner(new, old)
+    _supersede(winner, loser, f"lost a conflict on {rule} to fact {winner.pk} ({reason})", now)
+    conflict = Conflict.objects.create(
+        workspace_id=new.workspace_id,
+        domain_id=new.domain_id,
+        topic=new.topic,
+        existing=old,
+        proposed=new,
+        winner=winner,
+        loser=loser,
+        rule=rule,
+        status=Conflict.Status.DECIDED,
+        resolution=Conflict.Resolution.MACHINE,
+        reason=reason[:500],
+        similarity=round(similarity, 4),
+        detected_by=detected_by,
+        detected_at=now,
+        decided_at=now,
+    )
+    record_event(
+        actor=by,
+        verb="fact.conflict",
+        workspace_id=new.workspace_id,
+        target=conflict,
+        detail={
+            "winner": winner.pk,
+            "loser": loser.pk,
+            "rule": rule,
+            "similarity": conflict.similarity,
+            "reason": conflict.reason,
+            "by": detected_by,
+        },
+    )
+    if loser.origin_candidate_id is not None and loser.status == FactStatus.ACTIVE:
+        challenge_fact(fact=loser, by=by, reason=ChallengeReason.CONFLICT, detail=f"lost conflict {conflict.pk}")
+        loser.refresh_from_db(fields=["status", "status_changed_at"])
+    return conflict
+
+
+def open_possible_conflict(
+    *,
+    existing: Fact,
+    proposed: Fact,
+    by: Actor,
+    similarity: float,
+    reason: str,
+    detected_by: str = "write",
+    now: datetime | None = None,
+) -> Conflict:
+    """The classifier cannot tell whether `proposed` contradicts `existing`: both stay live and an
+    open Conflict (no winner, no rule) waits in the review queue for a person."""
+    conflict = Conflict.objects.create(
+        workspace_id=existing.workspace_id,
+        domain_id=existing.domain_id,
+        topic=existing.topic,
+        existing=existing,
+        proposed=proposed,
+        rule="",
+        status=Conflict.Status.OPEN,
+        resolution="",
+        reason=reason[:500],
+        similarity=round(similarity, 4),
+        detected_by=detected_by,
+        detected_at=now or timezone.now(),
+    )
+    record_event(
+        actor=by,
+        verb="conflict.opened",
+        workspace_id=existing.workspace_id,
+        target=conflict,
+        detail={
+            "existing": existing.pk,
+            "proposed": proposed.pk,
+            "similarity": conflict.similarity,
+            "reason": conflict.reason,
+            "by": detected_by,
+        },
+    )
+    return conflict
+
+
+def _supersede(winner: Fact, loser: Fact, reason: str, now: datetime) -> None:
+    loser.superseded_by, loser.superseded_at, loser.supersede_reason = winner, now, reason[:500]
+    loser.save(update_fields=["superseded_by", "superseded_at", "supersede_reason"])
+
+
+# --- A person's decision -------------------------------------------------------------------------
+
+DECISIONS = (Conflict.Resolution.SAME, Conflict.Resolution.CONTRADICTS, Conflict.Resolution.BOTH_TRUE)
+NOTE_MAX = 500
+
+
+@transaction.atomic
+def decide_conflict(
+    *, conflict: Conflict, by: Actor, resolution: str, winner_id: int | None = None, note: str = ""
+) -> Conflict:
+    """A person decides an open possible conflict: `same` (the newer fact becomes a re-mention of
+    the older: its text kept as a mention, the newer superseded by the older), `contradicts`
+    (`winner_id`, one of the pair, supersedes the other; rule `human`) or `both_true` (dismissed:
+    both stay live, the pair is not asked again). Raises InvalidInput (`human_review_required`
+    for anyone but a person, or a bad resolution or winner), InsufficientPermission for a person
+    who may not decide the domain (memory.access), StateConflict `conflict_decided` once decided
+    and `conflict_facts_changed` when either fact is no longer live."""
+    if by.user is None:
+        raise InvalidInput("Only a person decides a possible conflict.", code="human_review_required")
+    if not access.may_decide_domain(by.user, conflict.domain_id):
+        raise InsufficientPermission("You may not decide this conflict's domain.")
+    if resolution not in DECISIONS:
+        raise InvalidInput(
+            f"A decision is one of {', '.join(DECISIONS)}.", fields={"resolution": ["Unknown decision."]}
+        )
+    if len(note) > NOTE_MAX:
+        raise InvalidInput("The note is too long.", fields={"note": [f"At most {NOTE_MAX} characters."]})
+    lock_topic(conflict.domain_id, conflict.topic)  # the write path's order: topic, conflict, facts
+    conflict = Conflict.objects.select_for_update().get(pk=conflict.pk)
+    if conflict.status != Conflict.Status.OPEN:
+        raise StateConflict(
+            f"Conflict {conflict.pk} was already decided ({conflict.get_resolution_display()}).",
+            code="conflict_decided",
+        )
+    pair = {
+        f.pk: f
+        for f in Fact.objects.select_for_update()
+        .filter(pk__in=[conflict.existing_id, conflict.proposed_id])
+        .order_by("pk")
+    }
+    existing, proposed = pair[conflict.existing_id], pair[conflict.proposed_id]
+    if not (existing.is_live and proposed.is_live):
+        raise StateConflict(
+            "One of the two facts was superseded or retired since; decide on its live successor.",
+            code="conflict_facts_changed",
+        )
+    now = timezone.now()
+    why = f"a person decided (possible conflict {conflict.pk})" + (f": {note}" if note else "")
+    detail: dict[str, Any] = {"resolution": resolution, "note": note}
+    if resolution == Conflict.Resolution.SAME:
+        older, newer = sorted((existing, proposed), key=lambda f: (f.created_at, f.pk))
+        mention = apply_same(
+            fact=older,
+            said=Said.of_fact(newer),
+            by=by,
+            similarity=conflict.similarity,
+            reason=f"the same, {why}",
+            absorbed=newer,
+            via=FactMention.Via.REVIEW,
+            now=now,
+        )
+        detail.update(kept=older.pk, merged=newer.pk, mention=mention.pk)
+    elif resolution == Conflict.Resolution.CONTRADICTS:
+        if winner_id not in pair:
+            raise InvalidInput(
+                "Pick the winner: one of the two facts.",
+                fields={"winner": [f"One of {conflict.existing_id}, {conflict.proposed_id}."]},
+            )
+        winner = pair[winner_id]
+        loser = proposed if winner is existing else existing
+        # No challenge for a promoted loser here: a reviewer has just decided it.
+        _supersede(winner, loser, f"contradicted by fact {winner.pk}, {why}", now)
+        conflict.winner, conflict.loser = winner, loser
+        detail.update(winner=winner.pk, loser=loser.pk)
+    conflict.status = (
+        Conflict.Status.DISMISSED if resolution == Conflict.Resolution.BOTH_TRUE else Conflict.Status.DECIDED
+    )
+    conflict.resolution, conflict.rule = resolution, Conflict.Rule.HUMAN
+    conflict.decided_at, conflict.decided_by, conflict.decision_note = now, by.user, note
+    # A person's decision is also a review: it does not wait in the queue of conflicts lost by people.
+    conflict.reviewed_at, conflict.reviewed_by = now, by.user
+    conflict.save(
+        update_fields=[
+            "status",
+            "resolution",
+            "rule",
+            "winner",
+            "loser",
+            "decided_at",
+            "decided_by",
+            "decision_note",
+            "reviewed_at",
+            "reviewed_by",
+        ]
+    )
+    record_event(actor=by, verb="conflict.decided", workspace_id=conflict.workspace_id, target=conflict, detail=detail)
+    return conflict
 
 
 @transaction.atomic
 def review_conflict(*, conflict: Conflict, by: Actor, restore_loser: bool, reason: str = "") -> Fact | None:
-    """Accept the recorded decision, or restore the loser's text: the current live head of the
+    """Accept a machine's decision, or restore the loser's text: the current live head of the
     winner's chain is superseded by it, stated by the person. Either way the conflict is marked
     reviewed; a second review is refused (StateConflict `conflict_reviewed`)."""
+    # facts imports this module (the write path applies relations here): import it when called.
+    from memory.services.facts import supersede_fact
+
     if by.user is None:
         raise InvalidInput("Only a person reviews conflicts.", code="human_review_required")
-    conflict = Conflict.objects.select_for_update().select_related("winner", "loser").get(pk=conflict.pk)
+    conflict = Conflict.objects.select_for_update(of=("self",)).select_related("winner", "loser").get(pk=conflict.pk)
     if conflict.reviewed_at is not None:
         raise StateConflict("This conflict was already reviewed.", code="conflict_reviewed")
+    if conflict.winner is None or conflict.loser is None:
+        raise StateConflict("This conflict has no winner to review; decide it instead.", code="conflict_open")
     restored = None
     if restore_loser:
         head = conflict.winner

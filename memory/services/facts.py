@@ -1,5 +1,8 @@
 """Writing facts (SPEC §3): proposals with re-mention and conflict rules, explicit supersession.
 
+What a proposal means against each live fact of its domain and topic — restates, contradicts,
+separate, or unsure — is decided and applied in memory.services.conflicts, for every write path.
+
 A fact is never edited in place when contradicted. Every write is one transaction that locks
 what it compares against (an advisory lock on domain+topic, then the live rows) and records
 its audit event; embeddings are computed before the transaction, never inside it.
@@ -9,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -19,23 +22,36 @@ from django.utils import timezone
 
 from memory.actors import Actor
 from memory.audit import record_event, record_events
-from memory.embeddings import cosine, embed_text, embed_texts, fact_text
-from memory.errors import FactNotLive, InvalidInput
+from memory.embeddings import embed_text, embed_texts, fact_text
+from memory.errors import FactNotLive, InvalidInput, NotFound, ProtectedFact, VeracityNotAllowed
 from memory.models import (
     VERACITY_WEIGHT,
     Conflict,
     Episode,
     EpisodeFact,
     Fact,
-    FactStatus,
     MemoryDomain,
     MemoryType,
     Observation,
     Veracity,
 )
+from memory.services.conflicts import (
+    Said,
+    apply_conflict,
+    apply_same,
+    compare,
+    lock_topic,
+    open_possible_conflict,
+    relate,
+)
+
+# The winner rule and the reinforcement formula live with the other relation rules; still
+# importable from here.
+from memory.services.conflicts import decide_winner as decide_winner
+from memory.services.conflicts import reinforce as reinforce
 from memory.services.embedding import schedule_embedding
-from memory.services.lifecycle import ChallengeReason, challenge_fact
-from memory.similarity import PairKind, classify_pair, normalise
+from memory.services.tenancy import require_visible_domain
+from memory.similarity import Relation
 
 TOPIC_MAX = 200
 
@@ -45,6 +61,8 @@ class Outcome:
     RE_MENTIONED = "re_mentioned"
     CONFLICT_WON = "conflict_won"
     CONFLICT_LOST = "conflict_lost"
+    # The classifier could not tell: both facts stay live and a person decides (the conflict is open).
+    POSSIBLE_CONFLICT = "possible_conflict"
 
 
 @dataclass
@@ -54,6 +72,11 @@ class ProposalResult:
     conflict: Conflict | None = None
     similarity: float | None = None
     compared_with: int | None = None
+    reason: str = ""  # the classifier's words for the relation acted on ("" for a new fact)
+
+    @property
+    def conflict_id(self) -> int | None:
+        return self.conflict.pk if self.conflict is not None else None
 
 
 @dataclass
@@ -69,6 +92,37 @@ class FactInput:
     source_observation_ids: Sequence[int] = ()
     episode_id: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # Set by services only, never from a caller's input: a person's act (approving a promotion
+    # candidate) vouches for this text, so it may be human_stated whoever performs the write.
+    vouched_by_person: bool = False
+
+
+def may_state(by: Actor, veracity: str) -> bool:
+    """Whether `by` may state a fact with `veracity`. human_stated comes from people (review pages,
+    approvals, the admin), the system acting for an operator (management commands), or an agent a
+    workspace admin marked as relaying people's words (`Agent.relays_human_words`); every other
+    agent proposes agent_inferred, tool_generated or imported."""
+    if veracity != Veracity.HUMAN_STATED or by.agent is None:
+        return True
+    return bool(by.agent.relays_human_words)
+
+
+def check_veracity_authority(by: Actor, veracity: str, *, vouched_by_person: bool = False) -> None:
+    """Raise VeracityNotAllowed (403) when `by` may not state `veracity`; nothing is written then."""
+    if not vouched_by_person and not may_state(by, veracity):
+        raise VeracityNotAllowed(veracity)
+
+
+def latest_allowed(now: datetime | None = None) -> datetime:
+    """The latest date a caller may give (observed_at, started_at): now plus the clock skew."""
+    return (now or timezone.now()) + timedelta(seconds=settings.ENGRAM_CLOCK_SKEW_SECONDS)
+
+
+def future_date_error(value: datetime | None) -> list[str] | None:
+    """The field message for a caller's date later than now + the allowed clock skew, else None."""
+    if value is None or value <= latest_allowed():
+        return None
+    return [f"Must not be in the future (at most {settings.ENGRAM_CLOCK_SKEW_SECONDS} s ahead of the server's clock)."]
 
 
 def validate_fact_input(data: FactInput) -> None:
@@ -86,16 +140,12 @@ def validate_fact_input(data: FactInput) -> None:
         errors["memory_type"] = [f"One of {', '.join(MemoryType.values)}."]
     if data.veracity not in Veracity.values:
         errors["veracity"] = [f"One of {', '.join(Veracity.values)}."]
+    if (future := future_date_error(data.observed_at)) is not None:
+        errors["observed_at"] = future
     if data.valid_until is not None and data.valid_until <= (data.observed_at or timezone.now()):
         errors["valid_until"] = ["valid_until must be later than observed_at (or now)."]
     if errors:
         raise InvalidInput("The fact has invalid fields; see `fields`.", fields=errors)
-
-
-def lock_topic(domain_id: int, topic: str) -> None:
-    """Serialise writers of one domain+topic, even before any row exists to lock."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"fact-topic:{domain_id}:{topic}"])
 
 
 def embed_live_without_vectors(domain_id: int, topic: str) -> None:
@@ -112,34 +162,23 @@ def embed_live_without_vectors(domain_id: int, topic: str) -> None:
         Fact.objects.filter(pk=pk, embedding__isnull=True).update(embedding=vector, embedded_at=now)
 
 
-def decide_winner(new: Fact, old: Fact) -> tuple[Fact, Fact, str]:
-    """Higher veracity, then higher confidence, then newer (observed_at; the proposal on a tie)."""
-    new_weight, old_weight = VERACITY_WEIGHT[new.veracity], VERACITY_WEIGHT[old.veracity]
-    if new_weight != old_weight:
-        return (new, old, Conflict.Rule.VERACITY) if new_weight > old_weight else (old, new, Conflict.Rule.VERACITY)
-    if abs(new.confidence - old.confidence) > 1e-9:
-        return (
-            (new, old, Conflict.Rule.CONFIDENCE)
-            if new.confidence > old.confidence
-            else (old, new, Conflict.Rule.CONFIDENCE)
-        )
-    return (old, new, Conflict.Rule.RECENCY) if old.observed_at > new.observed_at else (new, old, Conflict.Rule.RECENCY)
-
-
-def reinforce(confidence: float, veracity: str) -> float:
-    """c ← c + (1 − c) · r · w (SPEC §3)."""
-    rate = settings.ENGRAM_REINFORCEMENT_RATE
-    return min(1.0, confidence + (1.0 - confidence) * rate * VERACITY_WEIGHT[veracity])
-
-
 def propose_fact(
     *, domain: MemoryDomain, data: FactInput, by: Actor, embedding: list[float] | None = None
 ) -> ProposalResult:
     """Write a fact through conflict detection against the live facts of its domain and topic.
 
-    Same meaning → re-mention (no new row); close but different → conflict, decided by the
-    rule; far apart → a new independent fact. Raises InvalidInput for bad fields, sources or
-    episodes; writes nothing then."""
+    Restates a live fact → re-mention (no new row; the text is kept as a mention of it);
+    contradicts one → conflict, decided by the rule; cannot tell → a new live fact and an open
+    possible conflict for a person (`possible_conflict`); separate → a new independent fact.
+    Several live facts: a restatement beats a contradiction, which beats an unsure pair; among
+    equals the closest (memory.services.conflicts.choose).
+
+    Raises VeracityNotAllowed when `by` may not state the veracity, InvalidInput for bad fields,
+    sources or episodes (`unknown_domain` for a domain an agent may not see: a `none` domain reads
+    as a missing one); writes nothing then."""
+    if by.agent is not None:
+        require_visible_domain(by.agent, domain)
+    check_veracity_authority(by, data.veracity, vouched_by_person=data.vouched_by_person)
     validate_fact_input(data)
     vector = embedding if embedding is not None else embed_text(fact_text(data.topic, data.content))
     embed_live_without_vectors(domain.pk, data.topic)
@@ -150,21 +189,27 @@ def propose_fact(
 def _propose_locked(*, domain: MemoryDomain, data: FactInput, by: Actor, vector: list[float]) -> ProposalResult:
     lock_topic(domain.pk, data.topic)
     observations = _check_sources(domain.workspace_id, data.source_observation_ids, by)
-    episode = _check_episode(domain.workspace_id, data.episode_id)
+    episode = _check_episode(domain.workspace_id, data.episode_id, by)
     now = timezone.now()
     live = list(Fact.objects.select_for_update().filter(domain=domain, topic=data.topic).live().order_by("pk"))
-    best_same, best_conflict = _closest(vector, data.content, live)
+    match = relate(data.content, vector, live)
 
-    if best_same is not None:
-        similarity, fact = best_same
-        _re_mention(fact, data, by, now)
-        _link(fact, observations, episode)
-        return ProposalResult(fact, Outcome.RE_MENTIONED, similarity=similarity, compared_with=fact.pk)
+    if match is not None and match.kind == Relation.SAME:
+        said = Said(data.content, data.veracity, data.observed_at or now, by.agent, by.user, episode)
+        apply_same(fact=match.fact, said=said, by=by, similarity=match.similarity, reason=match.verdict.reason, now=now)
+        _link(match.fact, observations, episode)
+        return ProposalResult(
+            match.fact,
+            Outcome.RE_MENTIONED,
+            similarity=match.similarity,
+            compared_with=match.fact.pk,
+            reason=match.verdict.reason,
+        )
 
     new = _new_fact(domain, data, by, vector, now)
-    if best_conflict is None:
-        new.save()
-        _link(new, observations, episode)
+    new.save()
+    _link(new, observations, episode)
+    if match is None or match.kind != Relation.CONTRADICTS:
         record_event(
             actor=by,
             verb="fact.created",
@@ -172,63 +217,26 @@ def _propose_locked(*, domain: MemoryDomain, data: FactInput, by: Actor, vector:
             target=new,
             detail={"domain": domain.label, "topic": data.topic},
         )
+    if match is None:
         return ProposalResult(new, Outcome.CREATED)
-
-    similarity, old = best_conflict
-    winner, loser, rule = decide_winner(new, old)
-    if loser is new:
-        new.superseded_at = now
-        new.supersede_reason = f"lost a conflict on {rule} to fact {old.pk}"
-        new.superseded_by = old
-    new.save()
-    if loser is old:
-        old.superseded_by, old.superseded_at = new, now
-        old.supersede_reason = f"lost a conflict on {rule} to fact {new.pk}"
-        old.save(update_fields=["superseded_by", "superseded_at", "supersede_reason"])
-    _link(new, observations, episode)
-    conflict = Conflict.objects.create(
-        workspace_id=domain.workspace_id,
-        domain=domain,
-        topic=data.topic,
-        winner=winner,
-        loser=loser,
-        rule=rule,
-        similarity=round(similarity, 4),
-        detected_at=now,
+    if match.kind == Relation.UNSURE:
+        conflict = open_possible_conflict(
+            existing=match.fact, proposed=new, by=by, similarity=match.similarity, reason=match.verdict.reason, now=now
+        )
+        outcome = Outcome.POSSIBLE_CONFLICT
+    else:
+        conflict = apply_conflict(
+            new=new, old=match.fact, by=by, similarity=match.similarity, reason=match.verdict.reason, now=now
+        )
+        outcome = Outcome.CONFLICT_WON if conflict.winner_id == new.pk else Outcome.CONFLICT_LOST
+    return ProposalResult(
+        new,
+        outcome,
+        conflict=conflict,
+        similarity=match.similarity,
+        compared_with=match.fact.pk,
+        reason=match.verdict.reason,
     )
-    record_event(
-        actor=by,
-        verb="fact.conflict",
-        workspace_id=domain.workspace_id,
-        target=conflict,
-        detail={"winner": winner.pk, "loser": loser.pk, "rule": rule, "similarity": conflict.similarity},
-    )
-    if loser.origin_candidate_id is not None and loser.status == FactStatus.ACTIVE:
-        # A promoted rule that loses a conflict goes to reviewers, not quietly into history (SPEC §7).
-        challenge_fact(fact=loser, by=by, reason=ChallengeReason.CONFLICT, detail=f"lost conflict {conflict.pk}")
-        loser.refresh_from_db(fields=["status", "status_changed_at"])
-    outcome = Outcome.CONFLICT_WON if winner is new else Outcome.CONFLICT_LOST
-    return ProposalResult(new, outcome, conflict=conflict, similarity=similarity, compared_with=old.pk)
-
-
-Match = tuple[float, Fact]
-
-
-def _closest(vector: list[float], content: str, live: Iterable[Fact]) -> tuple[Match | None, Match | None]:
-    """The most similar restatement and the most similar contradiction among live facts."""
-    best_same: Match | None = None
-    best_conflict: Match | None = None
-    for fact in live:
-        if fact.embedding is not None:
-            similarity = cosine(vector, list(fact.embedding))
-        else:
-            similarity = 1.0 if normalise(fact.content) == normalise(content) else 0.0
-        kind = classify_pair(similarity, content, fact.content)
-        if kind == PairKind.SAME and (best_same is None or similarity > best_same[0]):
-            best_same = (similarity, fact)
-        elif kind == PairKind.CONFLICT and (best_conflict is None or similarity > best_conflict[0]):
-            best_conflict = (similarity, fact)
-    return best_same, best_conflict
 
 
 def _new_fact(domain: MemoryDomain, data: FactInput, by: Actor, vector: list[float], now: datetime) -> Fact:
@@ -253,29 +261,6 @@ def _new_fact(domain: MemoryDomain, data: FactInput, by: Actor, vector: list[flo
     )
 
 
-def _re_mention(fact: Fact, data: FactInput, by: Actor, now: datetime) -> None:
-    before = fact.confidence
-    fact.confidence = reinforce(fact.confidence, data.veracity)
-    fact.mention_count += 1
-    fact.last_mentioned_at = now  # decay age restarts
-    fields = ["confidence", "mention_count", "last_mentioned_at"]
-    if VERACITY_WEIGHT[data.veracity] > VERACITY_WEIGHT[fact.veracity]:
-        fact.veracity = data.veracity  # a stronger source now vouches for it
-        fields.append("veracity")
-    fact.save(update_fields=fields)
-    record_event(
-        actor=by,
-        verb="fact.re_mentioned",
-        workspace_id=fact.workspace_id,
-        target=fact,
-        detail={
-            "confidence_before": round(before, 4),
-            "confidence": round(fact.confidence, 4),
-            "mention_count": fact.mention_count,
-        },
-    )
-
-
 def _check_sources(workspace_id: int, ids: Iterable[int], by: Actor) -> list[Observation]:
     """Observations cited as sources must be the proposing agent's own (they are private)."""
     wanted = sorted(set(ids))
@@ -295,10 +280,15 @@ def _check_sources(workspace_id: int, ids: Iterable[int], by: Actor) -> list[Obs
     return found
 
 
-def _check_episode(workspace_id: int, episode_id: int | None) -> Episode | None:
+def _check_episode(workspace_id: int, episode_id: int | None, by: Actor) -> Episode | None:
+    """An agent links facts only to episodes it opened, or to the episode of one of its own memory
+    runs; another agent's episode answers exactly as a missing one (no existence leak)."""
     if episode_id is None:
         return None
-    episode = Episode.objects.filter(pk=episode_id, workspace_id=workspace_id).first()
+    qs = Episode.objects.filter(pk=episode_id, workspace_id=workspace_id)
+    if by.agent is not None:
+        qs = qs.filter(Q(agent_id=by.agent.pk) | Q(memory_runs__agent_id=by.agent.pk))
+    episode = qs.first()
     if episode is None:
         raise InvalidInput(
             "Unknown episode.", code="unknown_episode", fields={"episode_id": [f"No episode {episode_id}."]}
@@ -313,15 +303,32 @@ def _link(fact: Fact, observations: list[Observation], episode: Episode | None) 
         EpisodeFact.objects.get_or_create(episode=episode, fact=fact, relation=EpisodeFact.Relation.WRITTEN)
 
 
+def _check_may_replace(by: Actor, fact: Fact) -> None:
+    """An agent may not replace, by explicit supersession, what a person stated or approved: a
+    human_stated fact (unless it relays people's words) or a promoted rule. It proposes instead,
+    and the conflict rules (veracity first) or a reviewer decide."""
+    if by.agent is None:
+        return
+    if fact.veracity == Veracity.HUMAN_STATED and not by.agent.relays_human_words:
+        raise ProtectedFact(fact.pk, "a person stated it")
+    if fact.origin_candidate_id is not None:
+        raise ProtectedFact(fact.pk, "it was promoted through the review gate")
+
+
 @transaction.atomic
 def supersede_fact(*, fact: Fact, by: Actor, content: str, reason: str = "", veracity: str | None = None) -> Fact:
     """Replace `fact` with a new version; the old row's content is never edited.
 
-    Raises FactNotLive if it was already superseded or retired, InvalidInput for bad content."""
+    Raises FactNotLive if it was already superseded or retired, InvalidInput for bad content,
+    NotFound (`fact_not_found`) when an agent may not see the fact, exactly as for a missing one."""
+    if by.agent is not None and not Fact.objects.visible_to(by.agent).filter(pk=fact.pk).exists():
+        raise NotFound(f"No fact {fact.pk}.", code="fact_not_found")
     fact = Fact.objects.select_for_update().get(pk=fact.pk)
     if not fact.is_live:
         raise FactNotLive(fact.pk)
     veracity = veracity or (Veracity.HUMAN_STATED if by.user is not None else Veracity.AGENT_INFERRED)
+    check_veracity_authority(by, veracity)
+    _check_may_replace(by, fact)
     validate_fact_input(FactInput(topic=fact.topic, content=content, memory_type=fact.memory_type, veracity=veracity))
     if len(reason) > 500:
         raise InvalidInput("The reason is too long.", fields={"reason": ["At most 500 characters."]})
@@ -365,9 +372,15 @@ def supersede_fact(*, fact: Fact, by: Actor, content: str, reason: str = "", ver
 def create_episode(
     *, workspace_id: int, by: Actor, kind: str, title: str = "", started_at: datetime | None = None
 ) -> Episode:
-    """An episode (dispatch, session, run…): facts written or recalled in it link to it."""
+    """An episode (dispatch, session, run…): facts written or recalled in it link to it. Raises
+    InvalidInput for a missing kind or a start later than now + the allowed clock skew."""
+    errors: dict[str, list[str]] = {}
     if not kind.strip() or len(kind) > 30:
-        raise InvalidInput("Episode kind is required (at most 30 characters).", fields={"kind": ["1–30 characters."]})
+        errors["kind"] = ["1–30 characters."]
+    if (future := future_date_error(started_at)) is not None:
+        errors["started_at"] = future
+    if errors:
+        raise InvalidInput("The episode has invalid fields; see `fields`.", fields=errors)
     episode = Episode.objects.create(
         workspace_id=workspace_id,
         agent=by.agent,
@@ -395,8 +408,17 @@ def ingest_facts(
     import threading
     from queue import Queue
 
-    for item in items:
+    if by.agent is not None:
+        for domain in {item.domain.pk: item.domain for item in items}.values():
+            require_visible_domain(by.agent, domain)
+    episodes: set[tuple[int, int]] = set()
+    for item in items:  # every item is checked before anything is written
+        check_veracity_authority(by, item.data.veracity, vouched_by_person=item.data.vouched_by_person)
         validate_fact_input(item.data)
+        if item.data.episode_id is not None:
+            episodes.add((item.domain.workspace_id, item.data.episode_id))
+    for workspace_id, episode_id in sorted(episodes):
+        _check_episode(workspace_id, episode_id, by)
     batches = [items[i : i + batch_size] for i in range(0, len(items), batch_size)]
     ready: Queue[tuple[Sequence[IngestItem], list[list[float]]] | BaseException | None] = Queue(maxsize=8)
 
@@ -440,8 +462,9 @@ def _ingest_batch(batch: Sequence[IngestItem], vectors: list[list[float]], by: A
     """One batch in one transaction: every domain+topic of the batch locked in a stable order
     (one query), their live facts locked and read (one query), then each item compared in order
     against them and against the batch's own earlier items. New facts without a match — the
-    common case of an import — are inserted together with their audit events (two queries); an
-    item that restates or contradicts something takes propose_fact's own path, row by row."""
+    common case of an import: separate from every live fact — are inserted together with their
+    audit events (two queries); an item that restates, contradicts or may contradict something
+    takes propose_fact's own path, row by row."""
     keys = sorted({(item.domain.pk, item.data.topic) for item in batch})
     with connection.cursor() as cursor:
         cursor.execute(
@@ -478,7 +501,7 @@ def _ingest_batch(batch: Sequence[IngestItem], vectors: list[list[float]], by: A
     for item, vector in zip(batch, vectors, strict=True):
         key = (item.domain.pk, item.data.topic)
         plain = not item.data.source_observation_ids and item.data.episode_id is None
-        if plain and _closest(vector, item.data.content, live[key]) == (None, None):
+        if plain and all(m.kind == Relation.SEPARATE for m in compare(item.data.content, vector, live[key])):
             fact = _new_fact(item.domain, item.data, by, vector, now)
             pending.append(fact)
             live[key].append(fact)

@@ -7,9 +7,9 @@ admin asks, never on a timer; each reports what it did in its return value and a
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from itertools import combinations
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -18,18 +18,18 @@ from memory.actors import Actor
 from memory.audit import record_event
 from memory.embeddings import cosine
 from memory.errors import InvalidInput
-from memory.models import VERACITY_WEIGHT, Conflict, Fact, HotMemory, MemoryDomain
-from memory.services.facts import (
-    FactInput,
-    Outcome,
-    decide_winner,
-    embed_live_without_vectors,
+from memory.models import VERACITY_WEIGHT, Fact, FactMention, HotMemory, MemoryDomain
+from memory.services.conflicts import (
+    Said,
+    apply_conflict,
+    apply_same,
     lock_topic,
-    propose_fact,
-    reinforce,
+    open_possible_conflict,
+    settled_pairs,
 )
-from memory.services.tenancy import create_domain
-from memory.similarity import PairKind, classify_pair
+from memory.services.facts import FactInput, Outcome, embed_live_without_vectors, propose_fact
+from memory.services.tenancy import create_domain, require_visible_domain, unknown_domain
+from memory.similarity import Relation, classify
 
 if TYPE_CHECKING:
     from agents.models import Agent
@@ -44,8 +44,14 @@ class ConsolidationReport:
     promoted: int = 0
     re_mentioned: int = 0
     conflicts: int = 0
+    # Entries the classifier could not tell from a live fact: both kept, a person decides.
+    possible_conflicts: int = 0
     merged: int = 0
     entries: int = 0
+    # Entries left unconsolidated because their domain is not one the agent may see: each reads
+    # {id, code, detail} exactly like the API's answer for a missing domain, and says nothing
+    # about what the domain holds.
+    refused: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -53,6 +59,8 @@ class HarmonizationReport:
     topics_checked: int = 0
     conflicts_found: int = 0
     resolved: int = 0
+    # Pairs the classifier could not decide: opened as possible conflicts for a person.
+    possible_conflicts: int = 0
 
 
 @transaction.atomic
@@ -84,31 +92,48 @@ def remember(
 
 def consolidate(*, agent: Agent, session_id: str | None = None) -> ConsolidationReport:
     """Promote the agent's pending entries to facts via propose_fact (re-mention and conflict
-    rules apply), then merge near-duplicate live facts on the topics touched."""
+    rules apply), then merge near-duplicate live facts on the topics touched.
+
+    An entry whose domain (given, or the default `knowledge`) the agent may not see is never
+    compared with that domain's facts: it is listed in `refused` as an unknown domain and stays
+    unconsolidated, so it goes through once an admin lifts the `none` grant."""
     by = Actor.of_agent(agent)
     report = ConsolidationReport()
-    entries = HotMemory.objects.filter(agent=agent, consolidated_at__isnull=True).select_related("domain")
+    entries = HotMemory.objects.filter(agent=agent, consolidated_at__isnull=True).select_related("domain__repo")
     if session_id:
         entries = entries.filter(session_id=session_id)
     touched: set[tuple[int, str]] = set()
     fallback: MemoryDomain | None = None
+    visible = _visible_domain_ids(agent)
     for entry in entries.order_by("created_at", "pk"):
         domain = entry.domain
         if domain is None:
             if fallback is None:
                 fallback = _default_domain(agent)
+                # Created just now it grants `write` to every role; an existing one may be `none`.
+                visible = _visible_domain_ids(agent)
             domain = fallback
+        if domain.pk not in visible:
+            report.refused.append(_refusal(entry, unknown_domain(domain.label)))
+            continue
         topic = entry.topic or DEFAULT_TOPIC
-        result = propose_fact(
-            domain=domain,
-            by=by,
-            data=FactInput(
-                topic=topic,
-                content=entry.content,
-                memory_type="observation",
-                extra={"origin": "hot_tier", "source": f"consolidate:{entry.session_id}"[:60]},
-            ),
-        )
+        try:
+            result = propose_fact(
+                domain=domain,
+                by=by,
+                data=FactInput(
+                    topic=topic,
+                    content=entry.content,
+                    memory_type="observation",
+                    extra={"origin": "hot_tier", "source": f"consolidate:{entry.session_id}"[:60]},
+                ),
+            )
+        except InvalidInput as refusal:  # a `none` grant set since the domains were read
+            if refusal.code != "unknown_domain":
+                raise
+            visible.discard(domain.pk)
+            report.refused.append(_refusal(entry, refusal))
+            continue
         HotMemory.objects.filter(pk=entry.pk, consolidated_at__isnull=True).update(
             consolidated_at=timezone.now(), consolidated_fact=result.fact
         )
@@ -117,7 +142,9 @@ def consolidate(*, agent: Agent, session_id: str | None = None) -> Consolidation
             report.re_mentioned += 1
         else:
             report.promoted += 1
-        if result.conflict is not None:
+        if result.outcome == Outcome.POSSIBLE_CONFLICT:
+            report.possible_conflicts += 1
+        elif result.conflict is not None:
             report.conflicts += 1
         touched.add((domain.pk, topic))
     for domain_id, topic in sorted(touched):
@@ -133,6 +160,14 @@ def consolidate(*, agent: Agent, session_id: str | None = None) -> Consolidation
     return report
 
 
+def _visible_domain_ids(agent: Agent) -> set[int]:
+    return set(MemoryDomain.objects.visible_to(agent).values_list("pk", flat=True))
+
+
+def _refusal(entry: HotMemory, error: InvalidInput) -> dict[str, Any]:
+    return {"id": entry.pk, "code": error.code, "detail": error.detail}
+
+
 def _default_domain(agent: Agent) -> MemoryDomain:
     from memory.models import Workspace
 
@@ -141,37 +176,37 @@ def _default_domain(agent: Agent) -> MemoryDomain:
 
 
 def merge_near_duplicates(*, domain_id: int, topic: str, by: Actor) -> int:
-    """Merge live facts of one domain+topic that say the same thing: the stronger one (veracity,
-    confidence, mentions, age) absorbs the other's mentions; the other is superseded by it."""
+    """Merge live facts of one domain+topic that say the same thing (the classifier's SAME): the
+    stronger one (veracity, confidence, mentions, age) absorbs the other — its text kept as a
+    mention, its mentions and count added — and the other is superseded by it. A pair a person
+    called both true, or is asked about, is left alone."""
     embed_live_without_vectors(domain_id, topic)
     merged = 0
     with transaction.atomic():
         lock_topic(domain_id, topic)
         live = list(Fact.objects.select_for_update().filter(domain_id=domain_id, topic=topic).live().order_by("pk"))
+        settled = settled_pairs(f.pk for f in live) if len(live) > 1 else set()
         gone: set[int] = set()
         for a, b in combinations(live, 2):
             if a.pk in gone or b.pk in gone or a.embedding is None or b.embedding is None:
                 continue
+            if frozenset((a.pk, b.pk)) in settled:
+                continue
             similarity = cosine(list(a.embedding), list(b.embedding))
-            if classify_pair(similarity, a.content, b.content) != PairKind.SAME:
+            verdict = classify(a.content, b.content, similarity)  # a is the older (pk order)
+            if verdict.kind != Relation.SAME:
                 continue
             keep, drop = sorted(
                 (a, b), key=lambda f: (-VERACITY_WEIGHT[f.veracity], -f.confidence, -f.mention_count, f.pk)
             )
-            now = timezone.now()
-            keep.mention_count += drop.mention_count
-            keep.confidence = reinforce(keep.confidence, drop.veracity)
-            keep.last_mentioned_at = max(keep.last_mentioned_at, drop.last_mentioned_at)
-            keep.save(update_fields=["mention_count", "confidence", "last_mentioned_at"])
-            drop.superseded_by, drop.superseded_at = keep, now
-            drop.supersede_reason = f"merged into near-duplicate fact {keep.pk} (similarity {similarity:.2f})"
-            drop.save(update_fields=["superseded_by", "superseded_at", "supersede_reason"])
-            record_event(
-                actor=by,
-                verb="fact.merged",
-                workspace_id=keep.workspace_id,
-                target=drop,
-                detail={"into": keep.pk, "similarity": round(similarity, 4)},
+            apply_same(
+                fact=keep,
+                said=Said.of_fact(drop),
+                by=by,
+                similarity=similarity,
+                reason=f"merged near-duplicate: {verdict.reason}",
+                absorbed=drop,
+                via=FactMention.Via.MERGE,
             )
             gone.add(drop.pk)
             merged += 1
@@ -180,9 +215,14 @@ def merge_near_duplicates(*, domain_id: int, topic: str, by: Actor) -> int:
 
 def harmonize(*, agent: Agent, domain: MemoryDomain | None = None) -> HarmonizationReport:
     """Find live facts on one domain+topic, written by different agents, that contradict each
-    other, and resolve each pair with the conflict rule (recorded as a Conflict row)."""
+    other, and resolve each pair with the conflict rule (recorded as a Conflict row); a pair the
+    classifier cannot decide is opened as a possible conflict for a person (once: an open or
+    dismissed pair is not asked again). Only domains visible to the agent are touched: a given
+    `none` domain raises `unknown_domain`."""
     by = Actor.of_agent(agent)
     report = HarmonizationReport()
+    if domain is not None:
+        require_visible_domain(agent, domain)
     visible = Fact.objects.visible_to(agent).live()
     if domain is not None:
         visible = visible.filter(domain=domain)
@@ -197,38 +237,41 @@ def harmonize(*, agent: Agent, domain: MemoryDomain | None = None) -> Harmonizat
                 continue
             report.topics_checked += 1
             beaten: set[int] = set()
+            settled = settled_pairs(f.pk for f in live)
             for a, b in combinations(live, 2):
                 if a.pk in beaten or b.pk in beaten or a.embedding is None or b.embedding is None:
                     continue
                 if (a.created_by_agent_id, a.created_by_user_id) == (b.created_by_agent_id, b.created_by_user_id):
                     continue
+                if frozenset((a.pk, b.pk)) in settled:  # a person is asked, or said both are true
+                    continue
+                newer, older = (b, a) if (b.observed_at, b.pk) > (a.observed_at, a.pk) else (a, b)
                 similarity = cosine(list(a.embedding), list(b.embedding))
-                if classify_pair(similarity, a.content, b.content) != PairKind.CONFLICT:
+                verdict = classify(older.content, newer.content, similarity)
+                if verdict.kind == Relation.UNSURE:
+                    open_possible_conflict(
+                        existing=older,
+                        proposed=newer,
+                        by=by,
+                        similarity=similarity,
+                        reason=verdict.reason,
+                        detected_by="harmonize",
+                    )
+                    settled.add(frozenset((a.pk, b.pk)))
+                    report.possible_conflicts += 1
+                    continue
+                if verdict.kind != Relation.CONTRADICTS:
                     continue
                 report.conflicts_found += 1
-                newer, older = (b, a) if (b.observed_at, b.pk) > (a.observed_at, a.pk) else (a, b)
-                winner, loser, rule = decide_winner(newer, older)
-                loser.superseded_by, loser.superseded_at = winner, timezone.now()
-                loser.supersede_reason = f"lost a harmonised conflict on {rule} to fact {winner.pk}"
-                loser.save(update_fields=["superseded_by", "superseded_at", "supersede_reason"])
-                conflict = Conflict.objects.create(
-                    workspace_id=winner.workspace_id,
-                    domain_id=domain_id,
-                    topic=topic,
-                    winner=winner,
-                    loser=loser,
-                    rule=rule,
-                    similarity=round(similarity, 4),
+                conflict = apply_conflict(
+                    new=newer,
+                    old=older,
+                    by=by,
+                    similarity=similarity,
+                    reason=verdict.reason,
                     detected_by="harmonize",
                 )
-                record_event(
-                    actor=by,
-                    verb="fact.conflict",
-                    workspace_id=winner.workspace_id,
-                    target=conflict,
-                    detail={"winner": winner.pk, "loser": loser.pk, "rule": rule, "by": "harmonize"},
-                )
-                beaten.add(loser.pk)
+                beaten.add(older.pk if conflict.winner_id == newer.pk else newer.pk)
                 report.resolved += 1
     with transaction.atomic():
         record_event(

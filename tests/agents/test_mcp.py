@@ -184,3 +184,22 @@ def test_mcp_refuses_to_start_without_a_valid_key(world):
         assert proc.returncode != 0
         assert proc.stdout == ""
         assert "ENGRAM_AGENT_KEY" in proc.stderr
+
+
+def test_mcp_passes_a_possible_conflict_on_as_the_api_answers_it(world):
+    api = client_for(world.coder)
+    team = {"domain": "architecture", "topic": "team", "memory_type": "convention"}
+    first = api.post("/api/v1/facts/", {**team, "content": "Mia leads the platform team."}, format="json").json()
+
+    async def script(client):
+        proposed = await client.call_tool("propose_fact", {**team, "content": "Omar leads the platform team."})
+        listed = await client.call_tool("list_memory_conflicts", {"status": "open"})
+        return proposed, listed
+
+    proposed, listed = _session(world.coder.plain_key, script)
+    assert not proposed.is_error
+    body = proposed.structured_content
+    assert (body["outcome"], body["compared_with"]) == ("possible_conflict", first["fact"]["id"])
+    assert body["conflict_id"] and body["reason"].startswith("unsure")
+    rows = listed.structured_content["results"]
+    assert [(r["id"], r["status"], r["winner"]) for r in rows] == [(body["conflict_id"], "open", None)]

@@ -47,7 +47,8 @@ def test_seed_demo_loads_history_a_conflict_and_policies_once(settings, tmp_path
     call_command("seed_demo", stdout=io.StringIO())
     ws = Workspace.objects.get(slug="demo")
     assert Fact.objects.filter(workspace=ws, superseded_by__isnull=False).count() >= 2
-    assert Conflict.objects.filter(workspace=ws).count() == 1
+    assert Conflict.objects.filter(workspace=ws, status="decided").count() == 1
+    assert Conflict.objects.filter(workspace=ws, status="open").count() == 1  # a possible conflict for the queue
     assert Policy.objects.filter(workspace=ws, active=True).count() == 3
     assert Fact.objects.filter(workspace=ws, embedding__isnull=True).count() == 0
     assert (tmp_path / "demo-agent-key").read_text().startswith("engram_")

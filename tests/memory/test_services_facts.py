@@ -13,11 +13,12 @@ from memory.services.facts import FactInput, create_episode, propose_fact, reinf
 
 
 def propose(world, content, *, topic="deploys", veracity="agent_inferred", agent=None, domain=None, **extra):
-    agent = agent or world.coder
+    """As the coder agent; human_stated as a person (agents may not state it, issue 13)."""
+    by = Actor.of_user(world.admin_user) if veracity == "human_stated" and agent is None else None
     return propose_fact(
         domain=domain or world.architecture,
         data=FactInput(topic=topic, content=content, memory_type="convention", veracity=veracity, **extra),
-        by=Actor.of_agent(agent),
+        by=by or Actor.of_agent(agent or world.coder),
     )
 
 
@@ -150,7 +151,7 @@ def test_history_shows_the_whole_chain_both_ways_with_conflicts(world):
     c = supersede_fact(
         fact=b, by=Actor.of_user(world.admin_user), content="Code review needs two approvals from owners."
     )
-    lost = propose(world, "Code review needs no approval at all.", topic="review")
+    lost = propose(world, "Code review needs three approvals from owners.", topic="review")
     assert lost.outcome == "conflict_lost"
     for member in (a, b, c):
         chain = [f.pk for f in fact_history(member)]
@@ -164,7 +165,7 @@ def test_every_write_leaves_an_audit_event(world):
     first = propose(world, "Production deploys happen on Tuesdays.", veracity="human_stated").fact
     propose(world, "Deploys to production happen on Tuesdays.")
     propose(world, "Production deploys happen on Fridays.")
-    supersede_fact(fact=first, by=Actor.of_agent(world.coder), content="Production deploys happen on Wednesdays.")
+    supersede_fact(fact=first, by=Actor.of_user(world.admin_user), content="Production deploys happen on Wednesdays.")
     verbs = list(AuditEvent.objects.order_by("pk").values_list("verb", flat=True)[before:])
     assert verbs == ["fact.created", "fact.re_mentioned", "fact.conflict", "fact.superseded"]
 

@@ -1,5 +1,5 @@
 """A small, realistic demo workspace: repos, roles, domains, facts with history and a conflict,
-policies and two agents. Idempotent: does nothing when the demo workspace exists."""
+policies, two agents and a verifier agent. Idempotent: does nothing when the demo workspace exists."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 from django.utils import timezone
 
-from agents.services import create_agent
+from agents.services import create_agent, set_trust_flags
 from memory.actors import Actor
 from memory.audit import record_event
 from memory.models import (
@@ -242,15 +242,16 @@ CANDIDATES: list[tuple[str, str, dict[str, Any], list[tuple[str, bool, str]]]] =
 ]
 
 
-def seed_candidates(domains: dict[str, MemoryDomain], by: Actor) -> None:
-    """One awaiting human review (scope, anti-scope, a passing replay), one environment_blocker
-    (blocked for good), one held for lack of an anti-scope — all through the gate's services."""
+def seed_candidates(domains: dict[str, MemoryDomain], by: Actor, verifier: Actor) -> None:
+    """One awaiting human review (scope, anti-scope, a passing replay by the verifier agent), one
+    environment_blocker (blocked for good), one held for lack of an anti-scope — all through the
+    gate's services. The replays come from the verifier: the submitter's own would not count."""
     for label, topic, document, replays in CANDIDATES:
         candidate, _ = submit_candidate(
             domain=domains[label], topic=topic, document=parse_candidate_document(document), by=by
         )
         for probe, passed, details in replays:
-            record_replay(candidate=candidate, by=by, probe=probe, passed=passed, details=details)
+            record_replay(candidate=candidate, by=verifier, probe=probe, passed=passed, details=details)
 
 
 def seed_remember_review(agent: Any) -> None:
@@ -357,11 +358,46 @@ class Command(BaseCommand):
             workspace=ws,
             domain=domains["repo:web-app/context"],
             topic="build",
+            existing=facts["build"],
+            proposed=loser,
             winner=facts["build"],
             loser=loser,
             rule=Conflict.Rule.VERACITY,
             similarity=0.82,
             detected_at=now - timedelta(days=10),
+        )
+        # A possible conflict: a new lead, or a second one? The wording cannot tell, so both facts
+        # stay live and the review queue asks a person.
+        lead, new_lead = (
+            Fact.objects.create(
+                workspace=ws,
+                domain=domains["knowledge"],
+                topic="platform-team",
+                memory_type="profile",
+                veracity="agent_inferred",
+                confidence=0.7,
+                content=content,
+                created_at=now - timedelta(days=days),
+                observed_at=now - timedelta(days=days),
+                last_mentioned_at=now - timedelta(days=days),
+                status_changed_at=now - timedelta(days=days),
+                origin="seed",
+                source="seed_demo",
+            )
+            for content, days in (("Mia leads the platform team.", 60), ("Omar leads the platform team.", 2))
+        )
+        Conflict.objects.create(
+            workspace=ws,
+            domain=domains["knowledge"],
+            topic="platform-team",
+            existing=lead,
+            proposed=new_lead,
+            status=Conflict.Status.OPEN,
+            resolution="",
+            rule="",
+            reason="unsure: `Omar` where the other has `Mia`",
+            similarity=0.65,
+            detected_at=now - timedelta(days=2),
         )
         for label, rule, role_name in POLICIES:
             Policy.objects.create(
@@ -369,8 +405,10 @@ class Command(BaseCommand):
             )
         agent, key = create_agent(workspace=ws, name="coder-1", role=coder, by=by)
         create_agent(workspace=ws, name="planner-1", role=planner, by=by)
+        verifier, _ = create_agent(workspace=ws, name="verifier-1", role=coder, by=by)
+        verifier = set_trust_flags(agent=verifier, by=by, is_verifier=True)
         seed_remember_review(agent)
-        seed_candidates(domains, Actor.of_agent(agent))
+        seed_candidates(domains, Actor.of_agent(agent), Actor.of_agent(verifier))
         record_event(
             actor=by,
             verb="demo.seeded",
