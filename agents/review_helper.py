@@ -65,14 +65,23 @@ class ReviewOutcome:
 
 
 class ReviewClient:
-    def __init__(self, base_url: str, key: str, *, timeout: float = 10.0) -> None:
+    def __init__(
+        self, base_url: str, key: str, *, timeout: float = 10.0, sleep: Callable[[float], None] = time.sleep
+    ) -> None:
         """`base_url` is the site root (e.g. http://localhost:8000); `timeout` bounds each plain
-        call (long-polls get their wait time on top)."""
+        call (long-polls get their wait time on top); `sleep` waits out a Retry-After."""
         self.api = base_url.rstrip("/") + "/api/v1/"
         self.key = key
         self.timeout = timeout
+        self._sleep = sleep
 
     def _call(self, method: str, path: str, body: Any = None, *, timeout: float | None = None) -> dict[str, Any]:
+        return self._send(method, path, body, timeout=timeout)[0]
+
+    def _send(
+        self, method: str, path: str, body: Any = None, *, timeout: float | None = None
+    ) -> tuple[dict[str, Any], float | None]:
+        """The decoded answer and its Retry-After in seconds (None without one)."""
         url = self.api + path
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"Not an http(s) URL: {url!r}")
@@ -84,7 +93,8 @@ class ReviewClient:
             request.add_header("Content-Type", "application/json")
         try:
             with urllib.request.urlopen(request, timeout=timeout or self.timeout) as response:  # noqa: S310
-                return dict(json.loads(response.read().decode("utf-8") or "{}"))
+                payload = dict(json.loads(response.read().decode("utf-8") or "{}"))
+                return payload, _seconds(response.headers.get("Retry-After"))
         except urllib.error.HTTPError as exc:
             raw = exc.read().decode("utf-8", errors="replace")
             try:
@@ -106,20 +116,28 @@ class ReviewClient:
 
     def get(self, review_id: int, *, wait: float = 0) -> dict[str, Any]:
         """GET reviews/{id}/, holding up to `wait` seconds (max 30) while pending."""
+        return self._poll(review_id, wait)[0]
+
+    def _poll(self, review_id: int, wait: float) -> tuple[dict[str, Any], float | None]:
         wait = max(0.0, min(float(wait), LONG_POLL_SECONDS))
-        return self._call("GET", f"reviews/{int(review_id)}/?wait={wait:g}", timeout=self.timeout + wait)
+        return self._send("GET", f"reviews/{int(review_id)}/?wait={wait:g}", timeout=self.timeout + wait)
 
     def wait(self, review_id: int, *, timeout: float | None = None) -> dict[str, Any]:
         """Long-poll until the review is resolved. Raises ReviewTimeout after `timeout` seconds
-        (None: wait as long as it takes — the agent's answer is meant to wait for a person)."""
+        (None: wait as long as it takes — the agent's answer is meant to wait for a person).
+        A server holding too many long-polls answers at once with Retry-After: the next poll
+        waits that long."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             remaining = LONG_POLL_SECONDS if deadline is None else deadline - time.monotonic()
             if remaining <= 0:
                 raise ReviewTimeout(f"Remember review {review_id} is still pending.")
-            review = self.get(review_id, wait=min(LONG_POLL_SECONDS, remaining))
+            review, retry_after = self._poll(review_id, min(LONG_POLL_SECONDS, remaining))
             if review["status"] != "pending":
                 return review
+            if retry_after is not None:
+                pause = min(retry_after, LONG_POLL_SECONDS)
+                self._sleep(pause if deadline is None else max(0.0, min(pause, deadline - time.monotonic())))
 
     def consume(self, review_id: int) -> dict[str, Any]:
         """POST reviews/{id}/consume/. Consuming twice is not an error for a runtime that
@@ -152,6 +170,14 @@ class ReviewClient:
         outcome = ReviewOutcome.from_review({**resolved, "status": consumed.get("status", resolved["status"])})
         outcome.review_url = str(review.get("review_url") or "")
         return outcome
+
+
+def _seconds(retry_after: str | None) -> float | None:
+    """A Retry-After in delta-seconds (what Engram sends), or None."""
+    try:
+        return max(0.0, float(retry_after)) if retry_after else None
+    except ValueError:
+        return None
 
 
 def final_answer_note(outcome: ReviewOutcome) -> str:

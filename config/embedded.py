@@ -7,6 +7,7 @@ starting it when it is not running. The server outlives the process on purpose: 
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from dataclasses import dataclass
@@ -31,6 +32,57 @@ class EmbeddedDatabase:
     pgdata: Path
 
 
+class _HandleList:
+    """pgserver's list of the processes attached to a server (`pg/.handle_pids.json`), made safe.
+
+    pgserver rewrites that file in place when a process attaches and again when it exits, so a
+    process killed in between leaves it empty or cut short, and pgserver's own reader then fails
+    every later start with a JSON error. Engram never stops the server with its last handle
+    (cleanup_mode=None): the list only counts. So an unreadable file reads as no handles, pids of
+    processes that are gone are dropped, and the file is written whole (a temporary file renamed
+    over it). Same interface as pgserver.utils.DiskList.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def get(self) -> list[int]:
+        try:
+            values = json.loads(self.path.read_text())
+        except FileNotFoundError:
+            return []
+        except (OSError, ValueError):
+            values = []
+        if not isinstance(values, list):
+            values = []
+        return [v for v in values if type(v) is int and v > 0 and _alive(v)]
+
+    def put(self, values: list[int]) -> None:
+        temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(values))
+        os.replace(temporary, self.path)
+
+    def get_and_add(self, value: int) -> list[int]:
+        old = self.get()
+        self.put(old if value in old else [*old, value])
+        return old
+
+    def get_and_remove(self, value: int) -> list[int]:
+        old = self.get()
+        self.put([v for v in old if v != value])
+        return old
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
+
+
 def _fail(message: str) -> None:
     sys.stderr.write(f"\nEngram could not start its embedded PostgreSQL: {message}\n")
     raise SystemExit(2)
@@ -53,12 +105,19 @@ def ensure_embedded_postgres(home: Path, dbname: str) -> EmbeddedDatabase:
             "or set DATABASE_URL to a PostgreSQL server with the vector extension."
         )
         raise  # unreachable, for type checkers
+    import pgserver.postgres_server
+
+    # Its handle file must not decide whether the database can start (see _HandleList).
+    pgserver.postgres_server.DiskList = _HandleList  # type: ignore[misc,assignment]
 
     pgdata = home / "pg"
     try:
         server = pgserver.get_server(pgdata, cleanup_mode=None)
     except Exception as exc:  # pgserver raises bare subprocess errors; say what to do
-        _fail(f"{exc}. Its log is {pgdata / 'log'}; delete {pgdata} to start afresh.")
+        _fail(
+            f"{exc}. Its log is {pgdata / 'log'}. The database in {pgdata} is left as it was: keep it. "
+            "`make stop` then `make run` restarts the server; if it still fails, the log says why."
+        )
         raise
     info = server.get_postmaster_info()
     if not (pgdata / _TUNED_MARKER).exists():

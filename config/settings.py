@@ -110,6 +110,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.middleware.BodySizeLimitMiddleware",
+    "config.middleware.MalformedRequestMiddleware",
+    "config.middleware.DatabaseUnavailableMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -139,11 +141,18 @@ TEMPLATES = [
 
 
 # --- Database -----------------------------------------------------------------------------
+# Persistent connections suit servers whose threads live long — gunicorn's workers and their
+# thread pools keep one connection per thread. `runserver` (`make run`) starts a new thread for
+# every request, and a connection kept past its request would outlive its thread until
+# PostgreSQL refuses new clients; there each request closes its own.
+CONN_MAX_AGE = env_int("ENGRAM_CONN_MAX_AGE", 0 if sys.argv[1:2] == ["runserver"] else 60, minimum=0)
+
+
 def _database_from_url(url: str) -> dict[str, Any]:
     import dj_database_url
 
     try:
-        config = dict(dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True))
+        config = dict(dj_database_url.parse(url, conn_max_age=CONN_MAX_AGE, conn_health_checks=True))
     except Exception as exc:
         raise ImproperlyConfigured(
             f"DATABASE_URL could not be parsed ({exc}). Expected postgres://user:pass@host:5432/db."
@@ -171,7 +180,7 @@ else:
             "PASSWORD": "",
             "HOST": _embedded.socket_dir,
             "PORT": str(_embedded.port),
-            "CONN_MAX_AGE": 60,
+            "CONN_MAX_AGE": CONN_MAX_AGE,
             "CONN_HEALTH_CHECKS": True,
         }
     }
@@ -193,7 +202,11 @@ AUTH_PASSWORD_VALIDATORS = (
         {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     ]
 )
-LOGIN_URL = "/admin/login/"
+if TESTING:
+    # Tests create many users; PBKDF2's deliberate slowness (~0.3 s a password here) buys nothing there.
+    PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# The site's own sign-in (review:login), open to members who are not staff; /admin/login/ stays for staff.
+LOGIN_URL = "review:login"
 LOGIN_REDIRECT_URL = "/"
 
 LANGUAGE_CODE = "en-us"
@@ -232,10 +245,10 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["agents.auth.IsAgent"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["agents.api.parsers.SafeJSONParser"],
     "EXCEPTION_HANDLER": "agents.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "agents.api.pagination.BoundedLimitOffsetPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_THROTTLE_CLASSES": ["agents.api.throttling.AgentRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"agent": env_str("ENGRAM_THROTTLE_RATE") or ("100000/min" if TESTING else "6000/min")},
@@ -250,7 +263,7 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
         "FactStatusEnum": "memory.models.FactStatus",
-        "TaskStatusEnum": ["done", "queued"],
+        "TaskStatusEnum": ["done", "queued", "running"],
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
@@ -305,6 +318,9 @@ ENGRAM_EMBED_BACKEND = env_str("ENGRAM_EMBED_BACKEND") or "onnx"
 if ENGRAM_EMBED_BACKEND not in {"onnx", "torch"}:
     raise ImproperlyConfigured("ENGRAM_EMBED_BACKEND must be onnx or torch.")
 ENGRAM_FACT_MAX_CHARS = env_int("ENGRAM_FACT_MAX_CHARS", 16_000, minimum=1_000)
+# How far in the future a caller's timestamp (a fact's observed_at, an episode's started_at) may
+# lie: clocks of agents' hosts drift a little; a date beyond now + this is refused (400).
+ENGRAM_CLOCK_SKEW_SECONDS = env_int("ENGRAM_CLOCK_SKEW_SECONDS", 300, minimum=0, maximum=86_400)
 # Conflict detection (SPEC §3), justified by tests/data/labelled_pairs.py: at or above
 # DUPLICATE (and agreeing on numbers and names) a proposal restates a live fact; between
 # CONTRADICTION and DUPLICATE it contradicts it; below, the two are independent.
@@ -321,6 +337,23 @@ ENGRAM_DECAY_FLOOR = env_float("ENGRAM_DECAY_FLOOR", 0.8)
 ENGRAM_REPO_BOOST = env_float("ENGRAM_REPO_BOOST", 1.5, minimum=1.0, maximum=10.0)
 # Re-mention reinforcement: c <- c + (1 - c) * r * w (SPEC §3).
 ENGRAM_REINFORCEMENT_RATE = env_float("ENGRAM_REINFORCEMENT_RATE", 0.3)
+# Long-polls (GET reviews/{id}/?wait=N) one web process holds at once; beyond, a poll answers at
+# once with Retry-After (review/waiting.py). config/gunicorn_conf.py sets half of its threads, so
+# the other half always serves pages; 0 never holds a request (for sync, one-request workers).
+ENGRAM_MAX_WAITERS = env_int("ENGRAM_MAX_WAITERS", 4, minimum=0, maximum=1_000)
+# Bounded pushes: the longest rule one policy may have (every active policy goes into every
+# dispatch); the workspace's `policy_budget_chars` bounds all of them together.
+ENGRAM_POLICY_MAX_CHARS = env_int("ENGRAM_POLICY_MAX_CHARS", 500, minimum=50, maximum=2_000)
+# Bounded reads: the largest `limit` (default PAGE_SIZE) and `offset` a list endpoint accepts;
+# beyond them the answer is 400 `invalid_input` on that field (agents.api.pagination).
+ENGRAM_API_MAX_PAGE_SIZE = env_int("ENGRAM_API_MAX_PAGE_SIZE", 200, minimum=1, maximum=1_000)
+ENGRAM_API_MAX_OFFSET = env_int("ENGRAM_API_MAX_OFFSET", 1_000_000, minimum=0, maximum=100_000_000)
+# Bounded jobs: a consolidate/harmonize job not finished this many seconds after it was queued or
+# started is presumed dead (a crashed worker or web process) and no longer blocks a new one. At
+# least the broker's visibility timeout, after which a lost task is redelivered.
+ENGRAM_JOB_TIMEOUT_SECONDS = env_int(
+    "ENGRAM_JOB_TIMEOUT_SECONDS", CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"], minimum=10
+)
 
 LOG_FORMAT = env_str("LOG_FORMAT") or ("plain" if DEBUG else "json")
 if LOG_FORMAT not in {"plain", "json"}:

@@ -1,4 +1,7 @@
+import sys
+
 from django.contrib import admin
+from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
 
@@ -28,6 +31,13 @@ def handler404(request: HttpRequest, exception: Exception) -> HttpResponse:
 
 
 def handler500(request: HttpRequest) -> HttpResponse:
+    # Called while the exception is handled: an unreachable database met outside a view (in a
+    # middleware, say) is a 503 too, as DatabaseUnavailableMiddleware answers for views.
+    exc = sys.exc_info()[1]
+    if isinstance(exc, (OperationalError, InterfaceError)):
+        from config.middleware import database_unavailable
+
+        return database_unavailable(request, exc)
     if request.path.startswith("/api/"):
         return json_500(request)
     from django.views.defaults import server_error

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from config.safe_json import MAX_DEPTH as MAX_JSON_DEPTH
+from config.safe_json import nesting_depth
 from review.models import ItemSource, RememberLayer
 
 MAX_ITEMS = 10
@@ -22,11 +25,20 @@ MAX_SUGGESTED_CHARS = 800
 MAX_RATIONALE_CHARS = 2_000
 MAX_PATH_CHARS = 500
 
-_FENCED = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.DOTALL)
-_BARE_OBJECT = re.compile(r"\{\s*\"recommendations\"\s*:")
-# Common source and doc extensions. The lookahead keeps `a.tsx` from matching as `a.ts` and
-# `a.py.orig` from matching at all, while `see a.md.` at the end of a sentence still does.
-_FALLBACK_PATH = re.compile(r"[A-Za-z0-9_./-]+\.(?:md|txt|py|tsx|ts|jsx|json|js|ya?ml)(?![A-Za-z0-9_]|\.[A-Za-z0-9_])")
+# Every scan below is linear in the text (the output may be ENGRAM_MAX_BODY_BYTES long): fences
+# are found with str.find, no pattern can backtrack beyond the run it started in, and at most
+# MAX_JSON_ATTEMPTS blocks of each kind are decoded (real outputs hold one; a decoding error costs
+# time in proportion to its offset in the text).
+MAX_JSON_ATTEMPTS = 20
+_FENCE = "```"
+_BARE_OBJECT = re.compile(r"\{\s*+\"recommendations\"\s*+:")
+# A fallback path is the longest prefix of a run of path characters (the lookbehind: only where
+# a run starts) that ends in a common source or doc extension. The lookahead keeps `a.tsx` from
+# matching as `a.ts` and `a.py.orig` from matching at all, while `see a.md.` at the end of a
+# sentence still does.
+_FALLBACK_PATH = re.compile(
+    r"(?<![A-Za-z0-9_./-])[A-Za-z0-9_./-]+\.(?:md|txt|py|tsx|ts|jsx|json|js|ya?ml)(?![A-Za-z0-9_]|\.[A-Za-z0-9_])"
+)
 _LAYERS = {layer.value for layer in RememberLayer}
 
 
@@ -82,34 +94,61 @@ def _recommendations(candidate: object) -> list[Any] | None:
     return None
 
 
+def _last_fenced_blocks(text: str) -> deque[tuple[int, int]]:
+    """Where the bodies of the last MAX_JSON_ATTEMPTS ``` fences lie: the rest of the opening line
+    (a language tag, say) is skipped and the body runs to the next fence."""
+    spans: deque[tuple[int, int]] = deque(maxlen=MAX_JSON_ATTEMPTS)
+    position = 0
+    while (start := text.find(_FENCE, position)) >= 0:
+        newline = text.find("\n", start + len(_FENCE))
+        end = text.find(_FENCE, newline + 1) if newline >= 0 else -1
+        if end < 0:  # no later fence can close either
+            break
+        spans.append((newline + 1, end))
+        position = end + len(_FENCE)
+    return spans
+
+
 def extract_json_block(text: str) -> list[Any] | None:
-    """The `recommendations` list of the last fenced JSON block that parses; else of a bare
-    `{"recommendations": …}` object in the text; None when there is none."""
-    found: list[Any] | None = None
-    for match in _FENCED.finditer(text):
+    """The `recommendations` list of the last fenced JSON block that parses (of the last
+    MAX_JSON_ATTEMPTS fences); else of the first bare `{"recommendations": …}` object in the text
+    that parses; None when there is none. JSON nested deeper than MAX_JSON_DEPTH is ignored."""
+    for start, end in reversed(_last_fenced_blocks(text)):
+        body = text[start:end]
+        if nesting_depth(body) > MAX_JSON_DEPTH:
+            continue
         try:
-            parsed = _recommendations(json.loads(match.group(2)))
+            parsed = _recommendations(json.loads(body))
         except (ValueError, RecursionError):
             continue
         if parsed is not None:
-            found = parsed
-    if found is not None:
-        return found
+            return parsed
     decoder = json.JSONDecoder()
+    resume = 0  # a start before this lies inside an object already decoded (or found broken)
+    attempts = 0
     for match in _BARE_OBJECT.finditer(text):
-        try:
-            obj, _ = decoder.raw_decode(text, match.start())
-        except (ValueError, RecursionError):
+        if match.start() < resume:
             continue
+        if attempts == MAX_JSON_ATTEMPTS:
+            break
+        attempts += 1
+        try:
+            obj, resume = decoder.raw_decode(text, match.start())
+        except json.JSONDecodeError as exc:
+            resume = exc.pos
+            continue
+        except (ValueError, RecursionError):  # an absurd number or nesting: no position to resume at
+            break
         parsed = _recommendations(obj)
-        if parsed is not None:
+        if parsed is not None and nesting_depth(text[match.start() : resume]) <= MAX_JSON_DEPTH:
             return parsed
     return None
 
 
-def fallback_paths(text: str) -> list[str]:
-    """File paths with a common source/doc extension, in order of appearance."""
-    return [normalize_path(m.group(0)) for m in _FALLBACK_PATH.finditer(text)]
+def fallback_paths(text: str) -> Iterator[str]:
+    """File paths with a common source/doc extension, in order of first appearance (lazily: the
+    text may name 100,000 paths and ten are kept)."""
+    return (normalize_path(path) for path in dict.fromkeys(_FALLBACK_PATH.findall(text)))
 
 
 def _normalized_files(files: Mapping[str, str] | None) -> dict[str, str]:

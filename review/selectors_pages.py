@@ -11,7 +11,7 @@ from django.db.models import F, Q, QuerySet
 
 from memory import decay
 from memory.models import AccessGrant, AuditEvent, Conflict, EpisodeFact, Fact, MemoryDomain, Policy, Role, Workspace
-from memory.selectors import conflicts_of, fact_history
+from memory.selectors import conflicts_of, fact_history, mentions_of
 from memory.services.policies import policy_budget, policy_line
 from review.access import reviewable_domains
 
@@ -58,7 +58,7 @@ def browse_facts(user: Any, workspace: Workspace, params: dict[str, str]) -> tup
     domains = reviewable_domains(user, workspace)
     qs = Fact.objects.filter(workspace=workspace, domain__in=domains).select_related("domain__repo")
     if params.get("domain"):
-        qs = qs.filter(domain_id=int(params["domain"])) if params["domain"].isdigit() else qs.none()
+        qs = qs.filter(domain_id=int(params["domain"])) if params["domain"].isdecimal() else qs.none()
     for field in ("memory_type", "veracity", "status"):
         if params.get(field):
             qs = qs.filter(**{field: params[field]})
@@ -100,9 +100,12 @@ def fact_page(user: Any, workspace: Workspace, fact_id: int) -> dict[str, Any]:
     ids = [f.pk for f in history]
     episodes = EpisodeFact.objects.filter(fact=fact).select_related("episode").order_by("-episode__started_at")[:30]
     points = decay.curve_points(fact.memory_type, days=max(30, int(decay.age_days(fact.last_mentioned_at) * 2) + 30))
+    mentions, mentions_total = mentions_of(fact)
     return {
         "fact": fact,
         "history": history,
+        "mentions": mentions,
+        "mentions_total": mentions_total,
         "conflicts": list(conflicts_of(ids)),
         "sources": list(fact.source_observations.all()),
         "episodes": list(episodes),
@@ -187,7 +190,7 @@ def graph_data(
                     }
                 }
             )
-    for c in Conflict.objects.filter(Q(winner_id__in=ids) & Q(loser_id__in=ids)):
+    for c in Conflict.objects.filter(Q(winner_id__in=ids) & Q(loser_id__in=ids)):  # decided with a winner
         edges.append(
             {"data": {"id": f"c{c.pk}", "source": f"f{c.loser_id}", "target": f"f{c.winner_id}", "kind": "conflict"}}
         )

@@ -5,19 +5,22 @@ the partial, full requests the page. Writes call memory services with the person
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
 from django.shortcuts import redirect, render
+from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
 from memory.actors import Actor
 from memory.errors import EngramError
-from memory.models import FactStatus, GrantLevel, MemoryType, Policy, Veracity
+from memory.models import POLICY_BUDGET_MAX, FactStatus, GrantLevel, MemoryType, Policy, Veracity, Workspace
 from memory.services.facts import supersede_fact
 from memory.services.lifecycle import archive_fact
-from memory.services.policies import activate_policy, deactivate_policy, supersede_policy
+from memory.services.policies import activate_policy, deactivate_policy, set_policy_budget, supersede_policy
 from memory.services.tenancy import set_grant
 from review import selectors_pages as pages
 from review.access import is_workspace_admin, reviewable_domains, workspace_for
@@ -58,7 +61,7 @@ def grant_set(request: HttpRequest, slug: str) -> HttpResponse:
         cell = pages.grant_cell(workspace, int(request.POST["role"]), int(request.POST["domain"]))
         set_grant(role=cell.role, domain=cell.domain, level=request.POST["level"], by=Actor.of_user(request.user))
     except (KeyError, ValueError, EngramError) as exc:
-        return HttpResponse(f"Could not change the grant: {exc}", status=400)
+        return HttpResponse(format_html("Could not change the grant: {}", exc), status=400)  # exc may echo input
     except (pages.Role.DoesNotExist, pages.MemoryDomain.DoesNotExist):
         raise Http404("No such role or domain.") from None
     cell = pages.grant_cell(workspace, cell.role.pk, cell.domain.pk)
@@ -140,11 +143,37 @@ def fact_archive(request: HttpRequest, slug: str, fact_id: int) -> HttpResponse:
 
 
 # --- Memory browser: policies ----------------------------------------------------------------
+def _policies_context(request: HttpRequest, workspace: Workspace) -> dict[str, Any]:
+    return {
+        "workspace": workspace,
+        "tab": "policies",
+        "can_edit_budget": is_workspace_admin(request.user, workspace),
+        "budget_max": POLICY_BUDGET_MAX,
+        **pages.policies_page(request.user, workspace),
+    }
+
+
 @login_required
 def policies(request: HttpRequest, slug: str) -> HttpResponse:
     workspace = workspace_for(request.user, slug)
-    context = {"workspace": workspace, "tab": "policies", **pages.policies_page(request.user, workspace)}
-    return render(request, _template(request, "review/policies.html", "list"), context)
+    return render(request, _template(request, "review/policies.html", "list"), _policies_context(request, workspace))
+
+
+@login_required
+@require_POST
+def policy_budget(request: HttpRequest, slug: str) -> HttpResponse:
+    """A workspace admin sets how many characters the active policies may add to every dispatch."""
+    workspace = workspace_for(request.user, slug)
+    if not is_workspace_admin(request.user, workspace):
+        return HttpResponseForbidden("Only workspace admins change the policy budget.")
+    raw = request.POST.get("policy_budget_chars", "").strip()
+    chars = int(raw) if raw.isdecimal() and len(raw) <= 9 else -1  # anything else is refused by the service
+    try:
+        workspace = set_policy_budget(workspace=workspace, chars=chars, by=Actor.of_user(request.user))
+        messages.success(request, f"Policy budget set to {workspace.policy_budget_chars} characters.")
+    except EngramError as exc:
+        messages.error(request, " ".join(exc.fields.get("policy_budget_chars") or [exc.detail]))
+    return render(request, _template(request, "review/policies.html", "list"), _policies_context(request, workspace))
 
 
 @login_required
@@ -173,8 +202,7 @@ def policy_action(request: HttpRequest, slug: str, policy_id: int) -> HttpRespon
             return HttpResponse("Unknown action.", status=400)
     except EngramError as exc:
         messages.error(request, exc.detail)
-    context = {"workspace": workspace, "tab": "policies", **pages.policies_page(request.user, workspace)}
-    return render(request, _template(request, "review/policies.html", "list"), context)
+    return render(request, _template(request, "review/policies.html", "list"), _policies_context(request, workspace))
 
 
 # --- Knowledge graph ----------------------------------------------------------------------
@@ -198,6 +226,6 @@ def graph_json(request: HttpRequest, slug: str) -> JsonResponse:
     workspace = workspace_for(request.user, slug)
     domain = request.GET.get("domain", "")
     data = pages.graph_data(
-        request.user, workspace, domain_id=int(domain) if domain.isdigit() else None, q=request.GET.get("q", "")
+        request.user, workspace, domain_id=int(domain) if domain.isdecimal() else None, q=request.GET.get("q", "")
     )
     return JsonResponse(data)

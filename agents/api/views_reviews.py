@@ -17,7 +17,7 @@ from agents.api import serializers_reviews as rs
 from agents.api.inputs import validated
 from agents.api.views import agent_of
 from memory.actors import Actor
-from review import selectors
+from review import selectors, waiting
 from review import services as review_services
 
 ERRORS = {400: s.ErrorSerializer, 401: s.ErrorSerializer, 404: s.ErrorSerializer}
@@ -54,17 +54,29 @@ class ReviewDetailView(APIView):
         parameters=[
             OpenApiParameter(
                 "wait", float, description="seconds to long-poll while the review is pending (0–30)", required=False
-            )
+            ),
+            OpenApiParameter(
+                "Retry-After",
+                int,
+                location=OpenApiParameter.HEADER,
+                response=[200],
+                description="set when the server holds too many long-polls to wait: seconds before polling again",
+            ),
         ],
         responses={200: rs.ReviewOut, **ERRORS},
         operation_id="get_remember_review",
     )
     def get(self, request: Request, review_id: int) -> Response:
         """The review's status and, once resolved, its resolution. With `?wait=N` the call holds
-        up to N seconds (max 30) while the review is pending and returns as soon as it is not."""
+        up to N seconds (max 30) while the review is pending and returns as soon as it is not.
+        When the web process already holds its share of long-polls (ENGRAM_MAX_WAITERS), the
+        review is returned at once with `Retry-After`: poll again after that many seconds."""
         query = validated(rs.ReviewWaitQuery, request.query_params)
-        review = selectors.wait_for_resolution(agent_of(request), review_id, wait=query["wait"])
-        return Response(rs.ReviewOut(review, context={"request": request}).data)
+        result = waiting.wait_for_resolution(agent_of(request), review_id, wait=query["wait"])
+        response = Response(rs.ReviewOut(result.review, context={"request": request}).data)
+        if result.retry_after is not None:
+            response["Retry-After"] = str(result.retry_after)
+        return response
 
 
 class ReviewConsumeView(APIView):

@@ -14,6 +14,18 @@ from tests.review.samples import FILES, OUTPUT
 ERROR_KEYS = {"code", "detail", "fields"}
 
 
+@pytest.fixture(autouse=True)
+def _reviewer_decides_every_layer(request):
+    """The person resolving reviews here may decide every item: approved items land in domains
+    created on approval, which only workspace admins may decide (issue 16)."""
+    if "world" not in request.fixturenames:
+        return
+    from memory.models import WorkspaceMembership
+
+    world = request.getfixturevalue("world")
+    WorkspaceMembership.objects.filter(workspace=world.workspace, user=world.reviewer).update(is_admin=True)
+
+
 def _submit(client, **overrides):
     body = {"session_id": "turn-7", "repo": "web", "output": OUTPUT, "files": FILES, **overrides}
     return client.post("/api/v1/reviews/", body, format="json")
@@ -128,6 +140,16 @@ def test_get_with_wait_returns_at_once_when_already_resolved(world, api, submitt
     assert len(resolution["stored_ids"]) == 3 and resolution["edits"] == {}
     assert "approved" in resolution["note"]
     assert [i["stored_fact_id"] for i in body["items"]] == resolution["stored_ids"]
+
+
+def test_beyond_the_waiters_cap_a_wait_answers_at_once_with_retry_after(world, api, submitted, settings):
+    settings.ENGRAM_MAX_WAITERS = 0
+    started = time.monotonic()
+    response = api.get(f"/api/v1/reviews/{submitted['id']}/?wait=30")
+    assert time.monotonic() - started < 1
+    assert response.status_code == 200 and response.json()["status"] == "pending"
+    assert response["Retry-After"] == "2"
+    assert "Retry-After" not in api.get(f"/api/v1/reviews/{submitted['id']}/")  # no wait asked, none refused
 
 
 @pytest.mark.parametrize("wait", ["31", "-1", "soon"])

@@ -13,7 +13,7 @@ from review.models import RememberReview
 from review.services import approve_review
 from tests.review.samples import FILES, OUTPUT
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("reviewer_is_workspace_admin")]
 
 
 @pytest.fixture
@@ -108,6 +108,20 @@ def test_wait_for_review_submits_waits_for_the_person_and_consumes(world, engram
     assert outcome["status"] == "consumed"
     assert outcome["resolution"]["approved"] is True
     assert outcome["resolution"]["stored_ids"]
+
+
+def test_a_busy_server_answers_the_long_poll_at_once_and_the_client_waits_its_retry_after(world, live_server, settings):
+    settings.ENGRAM_MAX_WAITERS = 0  # the server holds no long-poll: every wait answers at once
+    pauses = []
+
+    def sleep(seconds):
+        pauses.append(seconds)
+        approve_review(review=RememberReview.objects.get(), by=Actor.of_user(world.reviewer))
+
+    engram = EngramClient(live_server.url, world.coder.plain_key, timeout=30, sleep=sleep)
+    outcome = engram.wait_for_review("turn-7", OUTPUT, FILES, repo="web", timeout=60)
+    assert outcome["status"] == "consumed" and outcome["resolution"]["approved"] is True
+    assert pauses == [pytest.approx(2, abs=0.1)]  # one poll turned away, one pause of Retry-After
 
 
 # --- retries, against a fake server --------------------------------------------------------------

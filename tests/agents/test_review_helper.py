@@ -11,7 +11,7 @@ from review.models import RememberReview
 from review.services import reject_review
 from tests.review.samples import FILES, OUTPUT
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("reviewer_is_workspace_admin")]
 
 
 def test_the_long_poll_returns_as_soon_as_a_person_decides_then_consumes(world, live_server):
@@ -59,3 +59,17 @@ def test_errors_carry_the_api_code_and_wait_can_time_out(world, live_server):
     with pytest.raises(ReviewAPIError) as err:
         ReviewClient(live_server.url, "engram_wrong").get(review["id"])
     assert err.value.status == 401
+
+
+def test_a_busy_server_answers_the_long_poll_at_once_and_the_helper_waits_its_retry_after(world, live_server, settings):
+    settings.ENGRAM_MAX_WAITERS = 0  # the server holds no long-poll: every wait answers at once
+    pauses = []
+
+    def sleep(seconds):
+        pauses.append(seconds)
+        reject_review(review=RememberReview.objects.get(), by=Actor.of_user(world.reviewer), reviewer_note="No.")
+
+    client = ReviewClient(live_server.url, world.coder.plain_key, sleep=sleep)
+    outcome = client.remember_with_review(session_id="t", output=OUTPUT, files=FILES, timeout=60)
+    assert outcome.status == "consumed" and outcome.approved is False
+    assert pauses == [pytest.approx(2, abs=0.1)]

@@ -50,3 +50,41 @@ def test_the_ops_rebuild_both_texts(old, new):
     ops = word_diff(old, new)
     assert "".join(op.text for op in ops if op.kind != "insert") == old
     assert "".join(op.text for op in ops if op.kind != "delete") == new
+
+
+# --- Bounded work (issue 15): two 16,000-character facts took over a minute ---------------------
+def _long_cases() -> dict[str, tuple[str, str]]:
+    import random
+
+    rng = random.Random(15)
+    n = 16_000
+
+    def pick(alphabet: str, count: int, sep: str) -> str:
+        return sep.join(rng.choice(alphabet) for _ in range(count))
+
+    prose = " ".join(f"Sentence {i} says the deploy window is {i % 7} hours." for i in range(n // 45))
+    edited = prose.replace("Sentence 100 says", "Sentence 100 now says").replace("is 3 hours", "is 4 hours")
+    return {
+        "repetitive words": (pick("abcde", n // 2, " "), pick("abcde", n // 2, " ")),
+        "punctuation": (pick(".,;:!?", n, ""), pick(".,;:!?", n, "")),
+        "many sentences": (pick("abcde", n // 3, ". "), pick("abcde", n // 3, ". ")),
+        "many lines": (pick("ab", n // 2, "\n"), pick("ab", n // 2, "\n")),
+        "edited prose": (prose, edited),
+    }
+
+
+def test_diffs_of_the_longest_facts_take_bounded_time_and_rebuild_both_texts():
+    import time
+
+    for name, (old, new) in _long_cases().items():
+        started = time.perf_counter()
+        ops = word_diff(old, new)
+        assert time.perf_counter() - started < 1.0, name  # about 0.01–0.05 s
+        assert "".join(op.text for op in ops if op.kind != "insert") == old, name
+        assert "".join(op.text for op in ops if op.kind != "delete") == new, name
+
+
+def test_a_small_edit_in_a_long_text_is_still_shown_word_by_word():
+    old, new = _long_cases()["edited prose"]
+    changed = [op for op in word_diff(old, new) if op.kind != "equal"]
+    assert {op.text.strip() for op in changed} <= {"now", "3", "4"}

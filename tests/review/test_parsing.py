@@ -1,11 +1,23 @@
 """The remember sub-agent's output → review items (SPEC §8), from real-looking outputs."""
 
 import json
+import re
+import time
 
+import pytest
+from django.conf import settings as settings_module
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from review.parsing import MAX_ITEMS, MAX_SUGGESTED_CHARS, parse_remember_output
+from review.parsing import (
+    MAX_ITEMS,
+    MAX_JSON_ATTEMPTS,
+    MAX_SUGGESTED_CHARS,
+    _last_fenced_blocks,
+    fallback_paths,
+    normalize_path,
+    parse_remember_output,
+)
 
 LAYERS = {"user/profile", "project/context", "domain/knowledge"}
 
@@ -248,3 +260,53 @@ def test_no_input_crashes_the_parser_and_the_invariants_hold(output, files):
         assert item.bytes == len(item.file_text.encode("utf-8"))
         if result.used_fallback:
             assert item.source == "fallback" and item.suggested_memory_content == ""
+
+
+# --- Linear time (issue 15: the fallback pattern backtracked quadratically) ----------------------
+# The patterns before the fix, kept as the reference the linear scans must agree with.
+OLD_FENCED = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.DOTALL)
+OLD_FALLBACK_PATH = re.compile(
+    r"[A-Za-z0-9_./-]+\.(?:md|txt|py|tsx|ts|jsx|json|js|ya?ml)(?![A-Za-z0-9_]|\.[A-Za-z0-9_])"
+)
+path_soup = st.text(alphabet="a.m/dtxpyjsonl-_ Y\n`{", max_size=60)
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=path_soup)
+def test_fallback_paths_agree_with_the_old_pattern(text):
+    expected = list(dict.fromkeys(m.group(0) for m in OLD_FALLBACK_PATH.finditer(text)))
+    assert list(fallback_paths(text)) == [normalize_path(p) for p in expected]
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=st.text(alphabet="`\nj x{}", max_size=40))
+def test_fences_agree_with_the_old_pattern(text):
+    expected = [m.group(2) for m in OLD_FENCED.finditer(text)][-MAX_JSON_ATTEMPTS:]
+    assert [text[a:b] for a, b in _last_fenced_blocks(text)] == expected
+
+
+def _worst_cases(size: int) -> dict[str, str]:
+    return {
+        "dots without a path (the fuzzer's input)": "a." * (size // 2),
+        "almost an extension": "a.m" * (size // 3),
+        "fence without a newline": "```" + "a" * size,
+        "fences on one line": "```x" * (size // 4),
+        "a flood of empty fences": "```\n" * (size // 4),
+        "a flood of broken JSON blocks": ('```json\n{"recommendations":[\n```') * (size // 32),
+        "bare objects nested": '{"recommendations":[' * 500 + "1," * (size // 2 - 5000),
+        "bare objects broken": '{"recommendations": [1,' * (size // 24),
+        "an absurd number after bare objects": '{"recommendations":[' * 20 + "1," * (size // 2 - 5000) + "9" * 5000,
+        "bare objects too deep": '{"recommendations":' * (size // 19),
+        "one path repeated": "a.md " * (size // 5),
+        "distinct paths": "".join(f"d/{i}.py " for i in range(size // 12)),
+        "deep nesting in a fence": "```\n" + "[" * size + "\n```",
+        "unterminated quotes": '"\\"' * (size // 3),
+    }
+
+
+@pytest.mark.parametrize("case", list(_worst_cases(10)))
+def test_worst_case_output_of_the_largest_allowed_body_parses_quickly(case):
+    text = _worst_cases(settings_module.ENGRAM_MAX_BODY_BYTES)[case]
+    started = time.perf_counter()
+    parse_remember_output(text, {})
+    assert time.perf_counter() - started < 2.0  # about 0.1–0.4 s on a quiet machine (bench/hostile.py)
