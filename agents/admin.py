@@ -6,18 +6,20 @@ message, and never stores or shows the hash.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from agents.models import Agent, BankItem, Intervention, MemoryRun
-from agents.services import create_agent, revoke_agent, rotate_key
+from agents.services import TRUST_FLAGS, create_agent, may_manage_trust, revoke_agent, rotate_key, set_trust_flags
 from memory.actors import Actor
-from memory.admin import ReadOnlyAdmin, WorkspaceScopedAdmin, admin_link, adopt_saved, excerpt
+from memory.admin import ReadOnlyAdmin, SameWorkspaceForm, WorkspaceScopedAdmin, admin_link, adopt_saved, excerpt
+from memory.models import WorkspaceMembership
 
 if TYPE_CHECKING:
     from django import forms
@@ -51,9 +53,45 @@ class KeyStateFilter(admin.SimpleListFilter):
         return queryset
 
 
+class AgentForm(SameWorkspaceForm):
+    """Refuses a change of a trust flag by anyone but an admin of the agent's workspace (or a
+    superuser), whatever the form was sent with: the flags are read-only for other staff, and this
+    check holds even if a crafted POST carries them."""
+
+    trust_actor: Actor | None = None  # set per request by AgentAdmin.get_form
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        changed = [
+            name
+            for name in TRUST_FLAGS
+            if name in cleaned and bool(cleaned[name]) != bool(getattr(self.instance, name, False))
+        ]
+        if not changed:
+            return cleaned
+        workspace = cleaned.get("workspace") if self.instance.pk is None else self.instance.workspace
+        allowed = (
+            self.trust_actor is not None and workspace is not None and may_manage_trust(self.trust_actor, workspace.pk)
+        )
+        if not allowed:
+            for name in changed:
+                self.add_error(
+                    name,
+                    ValidationError(
+                        "Only an admin of the agent's workspace may change this flag.", code="not_workspace_admin"
+                    ),
+                )
+        return cleaned
+
+
 @admin.register(Agent)
 class AgentAdmin(WorkspaceScopedAdmin):
-    """Agents are created, revoked and re-keyed through agents.services, each audited."""
+    """Agents are created, revoked and re-keyed through agents.services, each audited. Their trust
+    flags (relays_human_words, is_verifier) are editable only by admins of the agent's workspace
+    and superusers, through agents.services.set_trust_flags (each change audited). Agents and keys
+    are administered rows (memory.access): other members see them, only admins change them."""
+
+    administered = True
 
     list_display = (
         "name",
@@ -64,9 +102,13 @@ class AgentAdmin(WorkspaceScopedAdmin):
         "created_at",
         "last_used_at",
         "revoked_at",
+        "relays_human_words",
+        "is_verifier",
     )
     list_filter = (
         KeyStateFilter,
+        "relays_human_words",
+        "is_verifier",
         ("workspace", admin.RelatedOnlyFieldListFilter),
         ("role", admin.RelatedOnlyFieldListFilter),
     )
@@ -76,17 +118,35 @@ class AgentAdmin(WorkspaceScopedAdmin):
     autocomplete_fields = ("workspace", "role")
     actions = ("revoke_keys", "rotate_keys")
     str_select_related = ("role",)
+    form = AgentForm
     # key_hash is never listed: a form or page shows what is in `fields`, nothing else.
-    add_fields = ("workspace", "role", "name")
-    change_fields = ("workspace", "role", "name", "key_hint", "created_at", "last_used_at", "revoked_at")
+    add_fields = ("workspace", "role", "name", *TRUST_FLAGS)
+    fixed_fields = ("workspace", "role", "name", "key_hint", "created_at", "last_used_at", "revoked_at")
+    change_fields = (*fixed_fields, *TRUST_FLAGS)
 
     def get_fields(self, request: HttpRequest, obj: Agent | None = None) -> tuple[str, ...]:
         return self.change_fields if obj else self.add_fields
 
+    def _may_set_trust(self, request: HttpRequest, obj: Agent | None) -> bool:
+        if obj is not None:
+            return may_manage_trust(Actor.of_user(request.user), obj.workspace_id)
+        # Adding: the workspace is chosen in the form, which checks it (AgentForm.clean).
+        user = request.user
+        if not user.is_authenticated:
+            return False
+        return bool(user.is_superuser) or WorkspaceMembership.objects.filter(user=user, is_admin=True).exists()
+
     def get_readonly_fields(self, request: HttpRequest, obj: Agent | None = None) -> tuple[str, ...]:
         # Role changes alter what the agent may read and write, and revocation has its action:
-        # both must leave an audit event, which a plain form save would not.
-        return self.change_fields if obj else ()
+        # both must leave an audit event, which a plain form save would not. The trust flags are
+        # read-only to staff who are not admins of the agent's workspace.
+        fixed = self.fixed_fields if obj else ()
+        return fixed if self._may_set_trust(request, obj) else (*fixed, *TRUST_FLAGS)
+
+    def get_form(self, request: HttpRequest, obj: Agent | None = None, change: bool = False, **kwargs: Any) -> Any:
+        form = super().get_form(request, obj, change=change, **kwargs)
+        form.trust_actor = Actor.of_user(request.user)  # type: ignore[attr-defined]
+        return form
 
     @admin.display(description="role", ordering="role__name")
     def role_name(self, obj: Agent) -> str:
@@ -97,15 +157,22 @@ class AgentAdmin(WorkspaceScopedAdmin):
         return not obj.is_revoked
 
     def save_model(self, request: HttpRequest, obj: Agent, form: forms.ModelForm, change: bool) -> None:
+        by = Actor.of_user(request.user)
+        # Only flags that were editable are in cleaned_data; set_trust_flags checks the person again.
+        flags = {name: bool(form.cleaned_data[name]) for name in TRUST_FLAGS if name in form.cleaned_data}
         if change:
-            return  # every field is read-only on change; nothing to write
-        agent, key = create_agent(workspace=obj.workspace, name=obj.name, role=obj.role, by=Actor.of_user(request.user))
+            # Every other field is read-only on change: the flags are all there is to write.
+            if flags:
+                adopt_saved(obj, set_trust_flags(agent=obj, by=by, **flags))
+            return
+        agent, key = create_agent(workspace=obj.workspace, name=obj.name, role=obj.role, by=by, **flags)
         adopt_saved(obj, agent)
         _show_key_once(request, agent, key, what="API key")
 
     @admin.action(description="Revoke keys of selected agents", permissions=["change"])
     def revoke_keys(self, request: HttpRequest, queryset: QuerySet) -> None:
         by = Actor.of_user(request.user)
+        queryset = self.scope_queryset(queryset, request, "administer")  # re-checked per row
         revoked = 0
         with transaction.atomic():
             for agent in queryset.select_related(None).order_by("pk"):  # lock in pk order
@@ -117,6 +184,7 @@ class AgentAdmin(WorkspaceScopedAdmin):
     @admin.action(description="Rotate key of selected agents (shows each new key once)", permissions=["change"])
     def rotate_keys(self, request: HttpRequest, queryset: QuerySet) -> None:
         by = Actor.of_user(request.user)
+        queryset = self.scope_queryset(queryset, request, "administer")  # re-checked per row
         issued: list[tuple[Agent, str]] = []
         with transaction.atomic():
             for agent in queryset.select_related("workspace").order_by("pk"):

@@ -14,17 +14,21 @@ from typing import TYPE_CHECKING, Any
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.exceptions import NotRegistered
+from django.contrib.auth import get_user_model
 from django.contrib.postgres.search import SearchQuery
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import models, transaction
-from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, IntegerField, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
+from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 from guardian.admin import GuardedModelAdminMixin
 
+from memory import access
 from memory.actors import Actor
+from memory.audit import record_event
 from memory.errors import EngramError
 from memory.models import (
     AccessGrant,
@@ -35,8 +39,10 @@ from memory.models import (
     Episode,
     EpisodeFact,
     Fact,
+    FactMention,
     FactStatus,
     HotMemory,
+    Job,
     MemoryDomain,
     Observation,
     Policy,
@@ -50,7 +56,15 @@ from memory.models import (
 )
 from memory.services import promotion
 from memory.services.lifecycle import archive_fact, set_fact_status
-from memory.services.policies import RULE_MAX, activate_policy, deactivate_policy, propose_policy
+from memory.services.policies import (
+    PolicyBudgetExceeded,
+    activate_policy,
+    check_budget_for_proposal,
+    deactivate_policy,
+    propose_policy,
+    rule_max,
+    set_policy_budget,
+)
 from memory.services.tenancy import (
     create_domain,
     get_or_create_repo,
@@ -173,12 +187,33 @@ class WorkspaceScopedAdmin(admin.ModelAdmin):
     str_select_related: tuple[str, ...] = ()
     form = SameWorkspaceForm
 
-    def scope_queryset(self, queryset: QuerySet, request: HttpRequest) -> QuerySet:
-        """`queryset` limited to the user's workspaces (unchanged for superusers)."""
-        if request.user.is_superuser:
-            return queryset
-        allowed = Workspace.objects.for_user(request.user).values("pk")
-        return queryset.filter(**{f"{self.workspace_lookup}__in": allowed})
+    # Rows that hold rights (grants, memberships, agents, mappings): changed by admins only.
+    administered: bool = False
+
+    def scope_queryset(self, queryset: QuerySet, request: HttpRequest, action: str = "view") -> QuerySet:
+        """`queryset` limited by the one rule for people (memory.access.restrict)."""
+        return access.restrict(queryset, request.user, action, workspace_lookup=self.workspace_lookup)
+
+    def _may_write(self, request: HttpRequest, obj: models.Model | None) -> bool:
+        """Administered rows: an admin of the row's workspace (any workspace for the list/add)."""
+        if not self.administered or request.user.is_superuser:
+            return True
+        if obj is None:  # asked for every model of the sidebar: once per request
+            cached = getattr(request, "_engram_administers", None)
+            if cached is None:
+                cached = access.workspaces(request.user, "administer").exists()
+                request._engram_administers = cached  # type: ignore[attr-defined]
+            return bool(cached)
+        return access.may(request.user, "administer", obj)
+
+    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
+        return super().has_add_permission(request, *args) and self._may_write(request, None)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return super().has_change_permission(request, obj) and self._may_write(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return super().has_delete_permission(request, obj) and self._may_write(request, obj)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         qs = super().get_queryset(request)
@@ -190,13 +225,13 @@ class WorkspaceScopedAdmin(admin.ModelAdmin):
             qs = qs.select_related(*related)
         return self.scope_queryset(qs, request)
 
-    def choices_queryset(self, request: HttpRequest) -> QuerySet:
+    def choices_queryset(self, request: HttpRequest, action: str = "decide") -> QuerySet:
         """Rows another admin may offer in a relation field: scoped, ordered, no annotations."""
         qs = self.model._default_manager.select_related(*self.str_select_related)
         ordering = self.get_ordering(request)
         if ordering:
             qs = qs.order_by(*ordering)
-        return self.scope_queryset(qs, request)
+        return self.scope_queryset(qs, request, action)
 
     def _related_choices(self, db_field: models.Field, request: HttpRequest) -> QuerySet | None:
         try:
@@ -204,7 +239,9 @@ class WorkspaceScopedAdmin(admin.ModelAdmin):
         except NotRegistered:
             return None
         if isinstance(related_admin, WorkspaceScopedAdmin):
-            return related_admin.choices_queryset(request)
+            # Rows offered are those the person may act on: administered workspaces for rights,
+            # decidable domains for memory.
+            return related_admin.choices_queryset(request, "administer" if self.administered else "decide")
         return None
 
     def formfield_for_foreignkey(
@@ -246,16 +283,16 @@ class DomainFilter(admin.SimpleListFilter):
     parameter_name = "domain"
 
     def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
-        domains = MemoryDomain.objects.select_related("workspace", "repo").order_by(
-            "workspace__slug", "repo__slug", "name"
+        domains = access.restrict(
+            MemoryDomain.objects.select_related("workspace", "repo").order_by("workspace__slug", "repo__slug", "name"),
+            request.user,
+            "view",
         )
-        if not request.user.is_superuser:
-            domains = domains.filter(workspace__in=Workspace.objects.for_user(request.user).values("pk"))
         return [(str(d.pk), f"{d.workspace.slug}: {d.label}") for d in domains]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
         value = self.value()
-        return queryset.filter(domain_id=int(value)) if value and value.isdigit() else queryset
+        return queryset.filter(domain_id=int(value)) if value and value.isdecimal() else queryset
 
 
 # --- Tenancy --------------------------------------------------------------------------------
@@ -300,15 +337,29 @@ class WorkspaceAdmin(WorkspaceScopedAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Workspace | None = None) -> bool:
         return request.user.is_superuser
 
+    # The policy budget bounds what every agent's dispatch carries: only the workspace's admins
+    # (and superusers) change a workspace; other members see it.
+    def has_change_permission(self, request: HttpRequest, obj: Workspace | None = None) -> bool:
+        if not super().has_change_permission(request, obj):
+            return False
+        user: Any = request.user
+        if obj is None or user.is_superuser:
+            return True
+        return WorkspaceMembership.objects.filter(user=user, workspace=obj, is_admin=True).exists()
+
     def save_model(self, request: HttpRequest, obj: Workspace, form: forms.ModelForm, change: bool) -> None:
+        by = Actor.of_user(request.user)
         if not change:
             # Created by the service so the creation is audited; the form's other values follow.
-            adopt_saved(obj, get_or_create_workspace(slug=obj.slug, name=obj.name, by=Actor.of_user(request.user)))
+            adopt_saved(obj, get_or_create_workspace(slug=obj.slug, name=obj.name, by=by))
+        if "policy_budget_chars" in form.changed_data:
+            set_policy_budget(workspace=obj, chars=obj.policy_budget_chars, by=by)  # audited, under the row lock
         super().save_model(request, obj, form, change)
 
 
 @admin.register(WorkspaceMembership)
 class WorkspaceMembershipAdmin(WorkspaceScopedAdmin):
+    administered = True
     list_display = ("user", "workspace", "is_admin")
     list_filter = ("is_admin", ("workspace", admin.RelatedOnlyFieldListFilter))
     list_select_related = ("user", "workspace")
@@ -318,9 +369,42 @@ class WorkspaceMembershipAdmin(WorkspaceScopedAdmin):
     autocomplete_fields = ("workspace",)
     str_select_related = ("user", "workspace")
 
+    def get_readonly_fields(self, request: HttpRequest, obj: WorkspaceMembership | None = None) -> tuple[str, ...]:
+        # Nobody raises their own rights: one's own membership is read-only (another admin or a
+        # superuser changes it).
+        if obj is not None and obj.user_id == request.user.pk and not request.user.is_superuser:
+            return ("user", "workspace", "is_admin")
+        return tuple(super().get_readonly_fields(request, obj))
+
+    def save_model(self, request: HttpRequest, obj: WorkspaceMembership, form: forms.ModelForm, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        record_event(
+            actor=Actor.of_user(request.user),
+            verb="membership.changed" if change else "membership.created",
+            workspace_id=obj.workspace_id,
+            target=obj,
+            detail={"user": obj.user_id, "is_admin": obj.is_admin, "changed": list(form.changed_data)},
+        )
+
+    def delete_model(self, request: HttpRequest, obj: WorkspaceMembership) -> None:
+        record_event(
+            actor=Actor.of_user(request.user),
+            verb="membership.deleted",
+            workspace_id=obj.workspace_id,
+            target=obj,
+            detail={"user": obj.user_id, "is_admin": obj.is_admin},
+        )
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
+        for obj in queryset:
+            if access.may(request.user, "administer", obj):
+                self.delete_model(request, obj)
+
 
 @admin.register(Repo)
 class RepoAdmin(WorkspaceScopedAdmin):
+    administered = True
     list_display = ("slug", "name", "workspace", "domain_count", "created_at")
     list_filter = (("workspace", admin.RelatedOnlyFieldListFilter),)
     list_select_related = ("workspace",)
@@ -347,6 +431,7 @@ class RepoAdmin(WorkspaceScopedAdmin):
 
 @admin.register(Role)
 class RoleAdmin(WorkspaceScopedAdmin):
+    administered = True
     list_display = ("name", "workspace", "description", "agent_count")
     list_filter = (("workspace", admin.RelatedOnlyFieldListFilter),)
     list_select_related = ("workspace",)
@@ -374,7 +459,50 @@ class RoleAdmin(WorkspaceScopedAdmin):
 class MemoryDomainAdmin(GuardedModelAdminMixin, WorkspaceScopedAdmin):  # type: ignore[misc]
     """Domains, with guardian's object permissions page to give reviewers `review_domain` per domain."""
 
+    administered = True
+
     list_display = ("label", "workspace", "repo", "fact_count", "policy_count", "created_at")
+
+    # guardian's pages check only the model-wide change permission: reviewer permissions of a
+    # domain are managed by an admin of its workspace (memory.access), and each change is audited.
+    def _administered_domain(self, request: HttpRequest, object_pk: Any) -> MemoryDomain:
+        domain = MemoryDomain.objects.filter(pk=object_pk).first() if str(object_pk).isdecimal() else None
+        if domain is None or not access.may(request.user, "view", domain):
+            raise Http404("No such domain.")
+        if not access.may(request.user, "administer", domain):
+            raise PermissionDenied("Only an admin of the domain's workspace manages its reviewers.")
+        return domain
+
+    def obj_perms_manage_view(self, request: HttpRequest, object_pk: Any) -> HttpResponse:
+        self._administered_domain(request, object_pk)
+        return super().obj_perms_manage_view(request, object_pk)
+
+    def obj_perms_manage_user_view(self, request: HttpRequest, object_pk: Any, user_id: Any) -> HttpResponse:
+        domain = self._administered_domain(request, object_pk)
+        response = super().obj_perms_manage_user_view(request, object_pk, user_id)
+        if request.method == "POST" and response.status_code in (301, 302):
+            record_event(
+                actor=Actor.of_user(request.user),
+                verb="reviewer_permission.changed",
+                workspace_id=domain.workspace_id,
+                target=domain,
+                detail={"user": str(user_id), "permissions": request.POST.getlist("permissions")},
+            )
+        return response
+
+    def obj_perms_manage_group_view(self, request: HttpRequest, object_pk: Any, group_id: Any) -> HttpResponse:
+        domain = self._administered_domain(request, object_pk)
+        response = super().obj_perms_manage_group_view(request, object_pk, group_id)
+        if request.method == "POST" and response.status_code in (301, 302):
+            record_event(
+                actor=Actor.of_user(request.user),
+                verb="reviewer_permission.changed",
+                workspace_id=domain.workspace_id,
+                target=domain,
+                detail={"group": str(group_id), "permissions": request.POST.getlist("permissions")},
+            )
+        return response
+
     list_filter = (("workspace", admin.RelatedOnlyFieldListFilter), ("repo", admin.EmptyFieldListFilter))
     list_select_related = ("workspace", "repo__workspace")  # the repo column prints workspace/slug
     search_fields = ("name", "description", "repo__slug", "workspace__slug")
@@ -419,6 +547,7 @@ class MemoryDomainAdmin(GuardedModelAdminMixin, WorkspaceScopedAdmin):  # type: 
 
 @admin.register(AccessGrant)
 class AccessGrantAdmin(WorkspaceScopedAdmin):
+    administered = True
     workspace_lookup = "role__workspace"
     list_display = ("role", "domain_label", "workspace", "level", "updated_at")
     list_filter = ("level", ("role__workspace", admin.RelatedOnlyFieldListFilter), DomainFilter)
@@ -597,7 +726,7 @@ class FactAdmin(WorkspaceScopedAdmin):
         if not term:
             return queryset, False
         match = Q(search_vector=SearchQuery(term, config="english", search_type="websearch"))
-        if term.isdigit():
+        if term.isdecimal():  # isdigit() also says yes to "²", which int() refuses
             match |= Q(pk=int(term))
         return queryset.filter(match), False
 
@@ -662,9 +791,19 @@ class FactAdmin(WorkspaceScopedAdmin):
 class PolicyAdminForm(SameWorkspaceForm):
     def clean_rule(self) -> str:
         rule = " ".join(self.cleaned_data["rule"].split())
-        if not rule or len(rule) > RULE_MAX:
-            raise ValidationError(f"A rule has 1 to {RULE_MAX} characters.")
+        if not rule or len(rule) > rule_max():
+            raise ValidationError(f"A rule has 1 to {rule_max()} characters.")
         return rule
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        domain, rule = cleaned.get("domain"), cleaned.get("rule")
+        if self.instance.pk is None and domain is not None and rule and not self.errors:
+            try:
+                check_budget_for_proposal(domain=domain, rule=rule, required_role=cleaned.get("required_role"))
+            except PolicyBudgetExceeded as exc:
+                raise ValidationError(exc.detail, code=exc.code) from None
+        return cleaned
 
 
 @admin.register(Policy)
@@ -713,6 +852,17 @@ class PolicyAdmin(WorkspaceScopedAdmin):
         form.instance = Policy.objects.get(pk=form.instance.pk)
         super().save_related(request, form, formsets, change)
 
+    def changeform_view(
+        self, request: HttpRequest, object_id: str | None = None, form_url: str = "", extra_context: Any = None
+    ) -> HttpResponse:
+        # The form checks the budget early; a concurrent proposal can still fill the room before
+        # the service's locked check, which then refuses: say so instead of a server error.
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except PolicyBudgetExceeded as exc:
+            self.message_user(request, exc.detail, messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+
     @admin.action(description="Activate selected policies (add them to every dispatch)")
     def activate_selected(self, request: HttpRequest, queryset: QuerySet) -> None:
         self._switch(request, queryset, activate_policy, "Activated")
@@ -728,6 +878,8 @@ class PolicyAdmin(WorkspaceScopedAdmin):
             try:
                 service(policy=policy, by=by)
                 done += 1
+            except PolicyBudgetExceeded as exc:
+                self.message_user(request, f"Policy {policy.pk} was not activated: {exc.detail}", messages.ERROR)
             except EngramError:
                 refused += 1
         self.message_user(request, f"{verb} {done} polic{'y' if done == 1 else 'ies'}.", messages.SUCCESS)
@@ -759,6 +911,8 @@ class ConflictAdmin(ReadOnlyAdmin):
         "id",
         "topic",
         "domain_label",
+        "status",
+        "resolution",
         "winner_display",
         "loser_display",
         "rule",
@@ -768,38 +922,46 @@ class ConflictAdmin(ReadOnlyAdmin):
         "reviewed_at",
     )
     list_filter = (
+        "status",
+        "resolution",
         "rule",
         "detected_by",
         ("reviewed_at", admin.EmptyFieldListFilter),
         ("workspace", admin.RelatedOnlyFieldListFilter),
         DomainFilter,
     )
-    list_select_related = ("domain__repo", "winner", "loser")
+    list_select_related = ("domain__repo", "existing", "proposed")
     search_fields = ("topic",)
     ordering = ("-detected_at", "-id")
     show_full_result_count = False
-    raw_id_fields = ("winner", "loser", "domain", "reviewed_by")
+    raw_id_fields = ("existing", "proposed", "winner", "loser", "domain", "decided_by", "reviewed_by")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
-        # The winner's and loser's text is shown; their vectors are not.
+        # The pair's text is shown (the winner and loser are of the pair); their vectors are not.
         return (
             super()
             .get_queryset(request)
-            .select_related("winner", "loser")
-            .defer("winner__embedding", "winner__search_vector", "loser__embedding", "loser__search_vector")
+            .select_related("existing", "proposed")
+            .defer(*(f"{side}__{f}" for side in ("existing", "proposed") for f in ("embedding", "search_vector")))
         )
 
     @admin.display(description="domain", ordering="domain__name")
     def domain_label(self, obj: Conflict) -> str:
         return obj.domain.label
 
-    @admin.display(description="winner")
-    def winner_display(self, obj: Conflict) -> SafeString | str:
-        return admin_link(Fact, obj.winner_id, f"#{obj.winner_id} {excerpt(obj.winner.content, 60)}")
+    def _side(self, obj: Conflict, fact_id: int | None) -> SafeString | str:
+        if fact_id is None:  # open, or resolved without a winner
+            return "—"
+        fact = obj.existing if fact_id == obj.existing_id else obj.proposed
+        return admin_link(Fact, fact_id, f"#{fact_id} {excerpt(fact.content, 60)}")
 
-    @admin.display(description="loser")
+    @admin.display(description="winner (or existing)")
+    def winner_display(self, obj: Conflict) -> SafeString | str:
+        return self._side(obj, obj.winner_id if obj.winner_id else obj.existing_id)
+
+    @admin.display(description="loser (or proposed)")
     def loser_display(self, obj: Conflict) -> SafeString | str:
-        return admin_link(Fact, obj.loser_id, f"#{obj.loser_id} {excerpt(obj.loser.content, 60)}")
+        return self._side(obj, obj.loser_id if obj.loser_id else obj.proposed_id)
 
     @admin.display(description="similarity", ordering="similarity")
     def similarity_display(self, obj: Conflict) -> str:
@@ -880,6 +1042,18 @@ class HotMemoryAdmin(WorkspaceScopedAdmin):
         return obj.consolidated_at is not None
 
 
+@admin.register(Job)
+class JobAdmin(ReadOnlyAdmin):
+    """Consolidate and harmonize runs, one unfinished per scope (memory.services.jobs): read-only."""
+
+    list_display = ("id", "kind", "scope", "state", "workspace", "requested_by_agent", "created_at", "finished_at")
+    list_filter = ("kind", "state", ("workspace", admin.RelatedOnlyFieldListFilter))
+    list_select_related = ("workspace", "requested_by_agent__role")
+    search_fields = ("task_id", "scope")
+    ordering = ("-created_at", "-id")
+    show_full_result_count = False
+
+
 # --- Episodes (SPEC §4) ---------------------------------------------------------------------
 @admin.register(Episode)
 class EpisodeAdmin(WorkspaceScopedAdmin):
@@ -897,6 +1071,31 @@ class EpisodeAdmin(WorkspaceScopedAdmin):
         return super().get_queryset(request).annotate(fact_count=count_related(Episode, "links"))
 
     fact_count = count_column("fact_count", "facts")
+
+
+@admin.register(FactMention)
+class FactMentionAdmin(ReadOnlyAdmin):
+    """What was said each time a fact was stated again: part of the fact's history, read-only."""
+
+    workspace_lookup = "fact__workspace"
+    list_display = ("id", "fact_link", "text_excerpt", "via", "veracity", "agent", "observed_at", "created_at")
+    list_filter = ("via", "veracity", ("fact__workspace", admin.RelatedOnlyFieldListFilter))
+    list_select_related = ("fact", "agent")
+    search_fields = ("text", "fact__topic")
+    ordering = ("-created_at", "-id")
+    show_full_result_count = False
+    raw_id_fields = ("fact", "merged_fact", "agent", "user", "episode")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return super().get_queryset(request).defer("fact__embedding", "fact__search_vector", "fact__content")
+
+    @admin.display(description="fact", ordering="fact_id")
+    def fact_link(self, obj: FactMention) -> SafeString | str:
+        return admin_link(Fact, obj.fact_id, f"#{obj.fact_id} {excerpt(obj.fact.topic, 60)}")
+
+    @admin.display(description="text")
+    def text_excerpt(self, obj: FactMention) -> str:
+        return excerpt(obj.text, 80)
 
 
 @admin.register(EpisodeFact)
@@ -945,7 +1144,7 @@ class AuditEventAdmin(ReadOnlyAdmin):
     def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str) -> tuple[QuerySet, bool]:
         found, may_have_duplicates = super().get_search_results(request, queryset, search_term)
         term = search_term.strip()
-        if term.isdigit():
+        if term.isdecimal():  # isdigit() also says yes to "²", which int() refuses
             found = found | queryset.filter(target_id=int(term))
         return found, may_have_duplicates
 
@@ -1014,12 +1213,20 @@ class ReplayInline(admin.TabularInline):
     model = Replay
     extra = 0
     can_delete = False
-    fields = ("created_at", "probe", "passed", "details", "recorded_by_label")
+    fields = ("created_at", "probe", "passed", "details", "recorded_by_label", "standing")
     readonly_fields = fields
     ordering = ("created_at", "id")
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return super().get_queryset(request).select_related("candidate", "recorded_by_agent")
+
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    @admin.display(description="counts as evidence?")
+    def standing(self, obj: Replay) -> str:
+        standing = promotion.replay_standing(obj.candidate, obj)
+        return f"{'yes' if standing.counts else 'no'}: {standing.reason}"
 
 
 class PromotionDecisionInline(admin.TabularInline):
@@ -1104,7 +1311,8 @@ class CandidateAdmin(WorkspaceScopedAdmin):
     )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
-        return super().get_queryset(request).prefetch_related("replays")
+        replays = Replay.objects.select_related("recorded_by_agent")  # gate standing reads the recorder
+        return super().get_queryset(request).prefetch_related(Prefetch("replays", queryset=replays))
 
     def get_readonly_fields(self, request: HttpRequest, obj: Candidate | None = None) -> list[str]:
         return [name for _, options in self.fieldsets for name in options["fields"]]  # type: ignore[misc]
@@ -1151,6 +1359,9 @@ class CandidateAdmin(WorkspaceScopedAdmin):
         """Run `act(candidate)` on each selected candidate in pk order; report refusals by name."""
         done = 0
         for candidate in queryset.select_related(None).order_by("pk"):
+            if not access.may(request.user, "decide", candidate):  # re-checked per row
+                self.message_user(request, f"{candidate.candidate_id}: not yours to decide.", messages.WARNING)
+                continue
             try:
                 message = act(candidate)
             except EngramError as exc:
@@ -1239,3 +1450,23 @@ class PromotionDecisionAdmin(ReadOnlyAdmin):
     @admin.display(description="scorecard")
     def scorecard_view(self, obj: PromotionDecision) -> SafeString | str:
         return scorecard_table(obj.scorecard)
+
+
+# --- People: nobody raises their own rights through Engram (issue 16) ------------------------
+_User = get_user_model()
+if admin.site.is_registered(_User):
+    _BaseUserAdmin = type(admin.site.get_model_admin(_User))
+
+    class EngramUserAdmin(_BaseUserAdmin):  # type: ignore[valid-type, misc]
+        """Django's user admin, where only superusers set staff/superuser status, groups and model
+        permissions: a staff account holding `change_user` cannot raise anyone's rights (its own
+        included). Workspace rights are memberships (WorkspaceMembershipAdmin)."""
+
+        RIGHTS = ("is_superuser", "is_staff", "groups", "user_permissions")
+
+        def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+            fields = tuple(super().get_readonly_fields(request, obj))
+            return fields if request.user.is_superuser else fields + self.RIGHTS
+
+    admin.site.unregister(_User)
+    admin.site.register(_User, EngramUserAdmin)

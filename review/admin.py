@@ -16,6 +16,7 @@ from django.utils.html import format_html
 
 from memory.actors import Actor
 from memory.admin import EMPTY, WorkspaceScopedAdmin, adopt_saved, count_related, excerpt
+from review.access import review_scope, reviews_for
 from review.models import LayerMapping, RememberReview, ReviewItem
 from review.services import set_layer_mapping
 
@@ -77,6 +78,17 @@ class RememberReviewAdmin(WorkspaceScopedAdmin):
     )
     fields = readonly_fields
 
+    def scope_queryset(self, queryset: QuerySet, request: HttpRequest, action: str = "view") -> QuerySet:
+        # The one rule for people, through the layer → domain mapping (review.access); computed
+        # once per request (the list, its filters and counts ask several times).
+        if request.user.is_superuser:
+            return queryset
+        scope = getattr(request, "_engram_review_scope", None)
+        if scope is None:
+            scope = review_scope(request.user)
+            request._engram_review_scope = scope  # type: ignore[attr-defined]
+        return queryset.filter(pk__in=RememberReview.objects.filter(scope).values("pk"))
+
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         return super().get_queryset(request).annotate(item_count=count_related(RememberReview, "items"))
 
@@ -128,6 +140,9 @@ class ReviewItemAdmin(WorkspaceScopedAdmin):
     )
     fields = readonly_fields
 
+    def scope_queryset(self, queryset: QuerySet, request: HttpRequest, action: str = "view") -> QuerySet:
+        return queryset.filter(review__in=reviews_for(request.user).values("pk"))
+
     @admin.display(description="note")
     def note_excerpt(self, obj: ReviewItem) -> str:
         return excerpt(obj.note)
@@ -145,6 +160,8 @@ class ReviewItemAdmin(WorkspaceScopedAdmin):
 @admin.register(LayerMapping)
 class LayerMappingAdmin(WorkspaceScopedAdmin):
     """Remap a layer to another domain name (per repo or workspace-wide) for one workspace."""
+
+    administered = True
 
     list_display = ("layer", "workspace", "domain_name", "per_repo", "updated_at")
     list_filter = ("layer", ("workspace", admin.RelatedOnlyFieldListFilter))

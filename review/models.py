@@ -46,10 +46,11 @@ class RememberReviewQuerySet(models.QuerySet):
         return self.filter(status=ReviewStatus.PENDING)
 
     def for_user(self, user: Any) -> RememberReviewQuerySet:
-        """Reviews of the workspaces a person may see (all for superusers, none for anonymous)."""
-        from memory.models import Workspace
+        """Reviews a person may see: the one rule for people (memory.access) through the layer →
+        domain mapping — see review.access.reviews_for."""
+        from review.access import reviews_for
 
-        return self.filter(workspace__in=Workspace.objects.for_user(user))
+        return reviews_for(user, self)  # type: ignore[return-value]  # a filter of self
 
     def for_agent(self, agent: Any) -> RememberReviewQuerySet:
         """The agent's own reviews: they carry its session's files, so another agent (of this
@@ -83,6 +84,8 @@ class RememberReview(models.Model):
     reviewer_note = models.TextField(blank=True, help_text="A note from the reviewer to the agent.")
 
     objects = RememberReviewQuerySet.as_manager()
+    # Set by review.selectors.review_for_agent (not a column): the resolution as that agent may read it.
+    resolution_for_agent: dict[str, Any] | None
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -128,6 +131,8 @@ class ReviewItem(models.Model):
     stored_fact = models.ForeignKey(
         "memory.Fact", null=True, blank=True, on_delete=models.SET_NULL, related_name="remember_review_items"
     )
+    # Set by review.selectors.review_for_agent (not a column): None when that agent may not read the fact.
+    stored_fact_id_for_agent: int | None
 
     class Meta:
         ordering = ["review", "order"]

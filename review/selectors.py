@@ -1,15 +1,16 @@
-"""Reads for remember reviews: the API's (by agent), the pages' (by person), the long-poll."""
+"""Reads for remember reviews: the API's (by agent), the pages' (by person). The long-poll is
+review/waiting.py."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from django.db.models import Count, QuerySet
 
+from memory.models import Fact
 from review.errors import ReviewNotFound
-from review.models import LAYER_GUIDE, RememberLayer, RememberReview, ReviewItem, ReviewStatus
+from review.models import LAYER_GUIDE, RememberLayer, RememberReview, ReviewItem
 
 if TYPE_CHECKING:
     from agents.models import Agent
@@ -23,29 +24,53 @@ def _with_relations(qs: QuerySet[RememberReview]) -> QuerySet[RememberReview]:
 
 
 def review_for_agent(agent: Agent, review_id: int) -> RememberReview:
-    """A review of the agent's workspace with its items; another workspace's is not found."""
+    """A review of the agent's workspace with its items; another workspace's is not found.
+    What the agent may read of it is in `resolution_for_agent` and each item's
+    `stored_fact_id_for_agent` (see `_withhold_hidden`)."""
     review = (
         _with_relations(RememberReview.objects.for_agent(agent)).prefetch_related("items").filter(pk=review_id).first()
     )
     if review is None:
         raise ReviewNotFound(review_id)
+    _withhold_hidden(agent, review)
     return review
 
 
-def wait_for_resolution(agent: Agent, review_id: int, *, wait: float) -> RememberReview:
-    """The review, once it left pending or after `wait` seconds (at most 30), polling the
-    database every half second: state lives there, so any web process may answer."""
-    review = review_for_agent(agent, review_id)
-    deadline = time.monotonic() + min(max(wait, 0.0), MAX_WAIT_SECONDS)
-    while review.status == ReviewStatus.PENDING:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            break
-        time.sleep(min(POLL_INTERVAL_SECONDS, remaining))
-        status = RememberReview.objects.filter(pk=review.pk).values_list("status", flat=True).first()
-        if status != ReviewStatus.PENDING:
-            return review_for_agent(agent, review_id)
-    return review
+def _withhold_hidden(agent: Agent, review: RememberReview) -> None:
+    """A person may store an item in a domain the submitting agent's role holds `none` on (the
+    layer's mapping is theirs to choose). The agent then reads that the file was kept, but not
+    the fact's id nor its outcome: a re-mention or a conflict would tell it what hidden memory
+    already says."""
+    items = list(review.items.all())
+    resolution = review.resolution or {}
+    stored = list(resolution.get("stored") or [])
+    ids = {i.stored_fact_id for i in items if i.stored_fact_id} | {s["fact_id"] for s in stored}
+    visible = set(Fact.objects.visible_to(agent).filter(pk__in=ids).values_list("pk", flat=True)) if ids else set()
+    for item in items:
+        item.stored_fact_id_for_agent = item.stored_fact_id if item.stored_fact_id in visible else None
+    withheld = [s["path"] for s in stored if s["fact_id"] not in visible]
+    if not resolution or not withheld:
+        review.resolution_for_agent = resolution or None
+        return
+    from review.services import resolution_note
+
+    shown = [s for s in stored if s["fact_id"] in visible]
+    reviewer = review.resolved_by
+    review.resolution_for_agent = {
+        **resolution,
+        "stored": shown,
+        "stored_ids": [s["fact_id"] for s in shown],
+        "withheld_paths": withheld,
+        "note": resolution_note(
+            approved=True,
+            stored=shown,
+            not_stored=[f"{i.path} (deselected)" for i in items if not i.selected]
+            + [f"{p} (empty)" for p in resolution.get("skipped_paths") or []],
+            withheld=withheld,
+            reviewer=f"Reviewer {reviewer.get_username()}" if reviewer is not None else "A reviewer",
+            reviewer_note=resolution.get("reviewer_note") or "",
+        ),
+    }
 
 
 def review_for_user(user: Any, review_id: int) -> RememberReview:

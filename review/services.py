@@ -31,10 +31,11 @@ from agents.models import Agent
 from memory.actors import Actor
 from memory.audit import record_event
 from memory.embeddings import embed_texts, fact_text
-from memory.errors import InvalidInput
+from memory.errors import InsufficientPermission, InvalidInput
 from memory.models import MemoryDomain, MemoryType, Repo, ValidatedBy, Veracity, Workspace
 from memory.services.facts import FactInput, create_episode, embed_live_without_vectors, propose_fact
 from memory.services.tenancy import create_domain
+from review.access import undecidable_layers
 from review.errors import ReviewAlreadyConsumed, ReviewAlreadyResolved, ReviewNotFound, ReviewStillPending
 from review.models import (
     DEFAULT_LAYER_MAPPING,
@@ -76,8 +77,27 @@ def check_access(review: RememberReview, by: Actor) -> None:
     user = by.user
     if user is None or getattr(user, "is_superuser", False):
         return
-    if not Workspace.objects.for_user(user).filter(pk=review.workspace_id).exists():
+    # The one rule for people (memory.access via review.access.reviews_for).
+    if not RememberReview.objects.for_user(user).filter(pk=review.pk).exists():
         raise ReviewNotFound(review.pk)
+
+
+def check_layers(review: RememberReview, by: Actor, layers: set[str]) -> None:
+    """Refuse a person who may not decide the domain items of these layers land in (issue 16):
+    such items wait for a reviewer of that domain or a workspace admin."""
+    user = by.user
+    if user is None or by.agent is not None:
+        return
+    refused = undecidable_layers(user, review, layers)
+    if refused:
+        labels = sorted(
+            target_label(workspace_id=review.workspace_id, layer=layer, repo=review.repo) for layer in refused
+        )
+        raise InsufficientPermission(
+            f"You may not decide items stored in {', '.join(labels)}: a reviewer of those domains or a "
+            "workspace admin decides this review.",
+            code="domain_not_yours",
+        )
 
 
 def _lock(review: RememberReview) -> RememberReview:
@@ -262,6 +282,7 @@ def update_item(
     if errors:
         raise InvalidInput("The edit has invalid fields; see `fields`.", code="invalid_review_edit", fields=errors)
     item = ReviewItem.objects.select_for_update().get(pk=item.pk, review=review)
+    old_layer = item.layer
     changed: list[str] = []
     if selected is not None and selected != item.selected:
         item.selected = selected
@@ -282,6 +303,8 @@ def update_item(
             item.edited_content = content
             changed.append("content")
     if changed:
+        # Only a person who may decide both the item's domain and its new one changes it.
+        check_layers(review, by, {old_layer, item.layer})
         item.updated_at = timezone.now()
         item.save(update_fields=["selected", "edited_layer", "edited_rationale", "edited_content", "updated_at"])
         record_event(
@@ -344,17 +367,29 @@ def _prepare_vectors(review: RememberReview, by: Actor) -> dict[int, _Planned]:
     return {item.pk: _Planned(item.pk, body, vector) for (item, body), vector in zip(planned, vectors, strict=True)}
 
 
-def _resolution_note(
-    *, approved: bool, stored: list[dict[str, Any]], not_stored: list[str], reviewer: str, reviewer_note: str
+def resolution_note(
+    *,
+    approved: bool,
+    stored: list[dict[str, Any]],
+    not_stored: list[str],
+    reviewer: str,
+    reviewer_note: str,
+    withheld: list[str] | None = None,
 ) -> str:
+    """The sentence the runtime folds into its final answer. review.selectors rebuilds it for
+    an agent that may not read some stored facts: those are `withheld` (paths only)."""
     if approved:
         if stored:
             listed = "; ".join(f"{s['path']} → {s['domain']} (fact {s['fact_id']})" for s in stored)
             text = (
                 f"{reviewer} approved the remember review: stored {len(stored)} file(s) in long-term memory: {listed}."
             )
+        elif withheld:
+            text = f"{reviewer} approved the remember review."
         else:
             text = f"{reviewer} approved the remember review, but no file was stored."
+        if withheld:
+            text += f" Stored where this agent cannot read it: {', '.join(withheld)}."
         if not_stored:
             text += f" Not stored: {', '.join(not_stored)}."
     else:
@@ -377,6 +412,7 @@ def approve_review(*, review: RememberReview, by: Actor, reviewer_note: str | No
     current = RememberReview.objects.select_related("repo", "workspace").get(pk=review.pk)
     if not current.is_pending:
         raise ReviewAlreadyResolved(current.pk, current.status)
+    check_layers(current, by, {i.layer for i in current.items.all() if i.selected})
     planned = _prepare_vectors(current, by)
     return _approve_locked(review=current, by=by, planned=planned, reviewer_note=reviewer_note)
 
@@ -454,7 +490,7 @@ def _approve_locked(
         "skipped_paths": skipped,
         "reviewer": by.user.get_username() if by.user is not None else by.label,
         "reviewer_note": review.reviewer_note,
-        "note": _resolution_note(
+        "note": resolution_note(
             approved=True,
             stored=stored,
             not_stored=[f"{p} (deselected)" for p in deselected] + [f"{p} (empty)" for p in skipped],
@@ -491,6 +527,7 @@ def reject_review(*, review: RememberReview, by: Actor, reviewer_note: str | Non
     go into the audit event. Raises ReviewAlreadyResolved if it already left pending."""
     check_access(review, by)
     review = _lock_pending(review)
+    check_layers(review, by, {i.layer for i in review.items.all()})
     if reviewer_note is not None:
         review.reviewer_note = _normalise_newlines(reviewer_note).strip()[:REVIEWER_NOTE_MAX]
     items = list(review.items.order_by("order"))
@@ -504,7 +541,7 @@ def reject_review(*, review: RememberReview, by: Actor, reviewer_note: str | Non
         "skipped_paths": [],
         "reviewer": by.user.get_username() if by.user is not None else by.label,
         "reviewer_note": review.reviewer_note,
-        "note": _resolution_note(
+        "note": resolution_note(
             approved=False, stored=[], not_stored=[], reviewer=_reviewer_label(by), reviewer_note=review.reviewer_note
         ),
     }

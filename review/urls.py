@@ -1,19 +1,21 @@
 from django.urls import path, re_path
 
-from review import views, views_pages, views_queue, views_remember, views_runs
+from review import views, views_auth, views_pages, views_queue, views_remember, views_runs
 
 app_name = "review"
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
+    path("login/", views_auth.SignInView.as_view(), name="login"),
+    path("logout/", views_auth.SignOutView.as_view(), name="logout"),
     path("review/", views_queue.queue_page, name="queue"),
     re_path(
-        r"^review/(?P<kind>candidate|conflict|challenged)/(?P<pk>[0-9]+)/$",
+        r"^review/(?P<kind>candidate|conflict|possible|challenged)/(?P<pk>[0-9]+)/$",
         views_queue.queue_detail,
         name="queue-detail",
     ),
     re_path(
-        r"^review/(?P<kind>candidate|conflict|challenged)/(?P<pk>[0-9]+)/decide/$",
+        r"^review/(?P<kind>candidate|conflict|possible|challenged)/(?P<pk>[0-9]+)/decide/$",
         views_queue.queue_decide,
         name="queue-decide",
     ),
@@ -25,6 +27,7 @@ urlpatterns = [
     path("memory/<slug:slug>/facts/<int:fact_id>/supersede/", views_pages.fact_supersede, name="fact-supersede"),
     path("memory/<slug:slug>/facts/<int:fact_id>/archive/", views_pages.fact_archive, name="fact-archive"),
     path("memory/<slug:slug>/policies/", views_pages.policies, name="policies"),
+    path("memory/<slug:slug>/policies/budget/", views_pages.policy_budget, name="policy-budget"),
     path("memory/<slug:slug>/policies/<int:policy_id>/", views_pages.policy_action, name="policy-action"),
     path("memory/<slug:slug>/graph/", views_pages.graph, name="graph"),
     path("memory/<slug:slug>/graph.json", views_pages.graph_json, name="graph-json"),

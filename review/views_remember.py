@@ -19,9 +19,10 @@ from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_POST
 
 from memory.actors import Actor
-from memory.errors import InvalidInput
+from memory.errors import InsufficientPermission, InvalidInput
 from review import selectors
 from review import services as review_services
+from review.access import may_decide_layer, undecidable_layers
 from review.errors import ReviewAlreadyResolved, ReviewNotFound
 from review.models import RememberLayer, RememberReview, ReviewItem
 
@@ -59,24 +60,30 @@ def _annotate(item: ReviewItem, targets: dict[str, str]) -> ReviewItem:
     return item
 
 
-def _page_context(review: RememberReview, **extra: Any) -> dict[str, Any]:
+def _page_context(review: RememberReview, user: Any = None, **extra: Any) -> dict[str, Any]:
     targets = _targets(review)
     groups = selectors.items_by_layer(review)
+    layers = {item.layer for group in groups for item in group.items}
+    refused = undecidable_layers(user, review, layers) if user is not None else set()
     for group in groups:
         for item in group.items:
             _annotate(item, targets)
+            item.read_only = item.layer in refused  # type: ignore[attr-defined]
     return {
         "review": review,
         "groups": groups,
         "layers": RememberLayer.values,
         "item_count": sum(len(g.items) for g in groups),
+        "not_yours": sorted({targets[layer] for layer in refused}),
         **extra,
     }
 
 
 def _render_review(request: HttpRequest, review: RememberReview, *, status: int = 200, **extra: Any) -> HttpResponse:
     review = selectors.review_for_user(request.user, review.pk)  # fresh state after a write
-    response = render(request, _template(request, "review"), _page_context(review, **extra), status=status)
+    response = render(
+        request, _template(request, "review"), _page_context(review, request.user, **extra), status=status
+    )
     if status == 409:
         # An item form targets its own status line; a resolved review replaces the whole card.
         response["HX-Retarget"] = "#remember-review"
@@ -110,7 +117,7 @@ def _item_values(request: HttpRequest, item: ReviewItem) -> dict[str, Any] | Non
 @require_GET
 def remember_review(request: HttpRequest, review_id: int) -> HttpResponse:
     review = _review_or_404(request, review_id)
-    return render(request, TEMPLATE, _page_context(review))
+    return render(request, TEMPLATE, _page_context(review, request.user))
 
 
 @login_required
@@ -128,6 +135,8 @@ def remember_item(request: HttpRequest, review_id: int, item_id: int) -> HttpRes
     except InvalidInput as exc:
         errors, saved = exc.fields, False
         item.refresh_from_db()
+    except InsufficientPermission as exc:
+        return HttpResponse(exc.detail, status=403, content_type="text/plain; charset=utf-8")
     item.review = selectors.review_for_user(request.user, review_id)
     _annotate(item, _targets(item.review))
     context = {"review": item.review, "item": item, "saved": saved, "errors": errors, "layers": RememberLayer.values}
@@ -155,7 +164,7 @@ def _save_included_items(request: HttpRequest, review: RememberReview, by: Actor
     the click is not lost to a race with its own autosave."""
     for item in review.items.order_by("order"):
         values = _item_values(request, item)
-        if values is not None:
+        if values is not None and may_decide_layer(by.user, review, item.layer):
             item.review = review
             review_services.update_item(item=item, by=by, **values)
     if "reviewer_note" in request.POST:
@@ -175,6 +184,8 @@ def _decide(request: HttpRequest, review_id: int, *, approve: bool) -> HttpRespo
         return _render_review(request, review, status=409, conflict_message=_conflict_message(exc, review))
     except InvalidInput as exc:
         return _render_review(request, review, status=422, error_message=exc.detail, error_fields=exc.fields)
+    except InsufficientPermission as exc:
+        return _render_review(request, review, status=403, error_message=exc.detail)
     return _render_review(request, review, just_resolved=True)
 
 

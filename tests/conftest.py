@@ -102,3 +102,23 @@ def client_for(agent: Agent | None) -> APIClient:
 def api(world: World) -> APIClient:
     """An API client acting as the coder agent of the main workspace."""
     return client_for(world.coder)
+
+
+@pytest.fixture
+def reviewer_reviews_world_domains(world: World) -> None:
+    """`world.reviewer` holds guardian's `review_domain` on the workspace's domains (architecture,
+    conventions, repo:web/context): people decide candidates of the domains they review only
+    (memory.access, issue 16)."""
+    from guardian.shortcuts import assign_perm
+
+    for domain in (world.architecture, world.conventions, world.repo_context):
+        assign_perm("memory.review_domain", world.reviewer, domain)
+
+
+@pytest.fixture
+def reviewer_is_workspace_admin(world: World) -> None:
+    """`world.reviewer` administers the workspace, so it may decide every remember review item:
+    items land in domains created on approval, which only workspace admins decide (issue 16)."""
+    from memory.models import WorkspaceMembership
+
+    WorkspaceMembership.objects.filter(workspace=world.workspace, user=world.reviewer).update(is_admin=True)

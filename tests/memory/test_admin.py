@@ -16,6 +16,7 @@ from django.db.models import Model
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
+from guardian.shortcuts import assign_perm
 
 from agents.models import Agent, BankItem, Intervention, MemoryRun, hash_key
 from agents.services import create_agent
@@ -29,9 +30,11 @@ from memory.models import (
     Episode,
     EpisodeFact,
     Fact,
+    FactMention,
     FactStatus,
     GrantLevel,
     HotMemory,
+    Job,
     MemoryDomain,
     Observation,
     Policy,
@@ -107,8 +110,17 @@ def populate(slug: str, n: int) -> Tenant:
         )
         tenant.facts += [newer, older]
         Conflict.objects.create(
-            workspace=ws, domain=domain, topic=newer.topic, winner=newer, loser=older, rule="veracity", similarity=0.8
+            workspace=ws,
+            domain=domain,
+            topic=newer.topic,
+            existing=older,
+            proposed=newer,
+            winner=newer,
+            loser=older,
+            rule="veracity",
+            similarity=0.8,
         )
+        FactMention.objects.create(fact=newer, text=f"{slug} said again: postgres {i}", veracity="agent_inferred")
         Policy.objects.create(workspace=ws, domain=domain, rule=f"{slug} rule {i}", required_role=tenant.roles[0])
         observation = Observation.objects.create(workspace=ws, agent=agent, text=f"{slug} saw thing {i}")
         newer.source_observations.add(observation)
@@ -139,6 +151,16 @@ def populate(slug: str, n: int) -> Tenant:
             run=run, kind="knowledge", item_id=f"k{i}", content=f"{slug} knows {i}", candidate=candidate
         )
         Intervention.objects.create(run=run, step=i, reminder=None, rationale="nothing bears on the next step")
+        Job.objects.create(
+            workspace=ws,
+            kind="consolidate",
+            scope=f"agent:{agent.pk}:session:s{i}",
+            task_id=f"{slug}-job-{i}",
+            requested_by_agent=agent,
+            state="done",
+            finished_at=timezone.now(),
+            expires_at=timezone.now(),
+        )
     for agent in tenant.agents:
         WorkingMemory.objects.create(agent=agent, notes=f"notes of {agent.name}")
     return tenant
@@ -166,10 +188,13 @@ def superuser_client(django_user_model) -> Client:
 
 
 def staff_client(django_user_model, workspace: Workspace, *codenames: str) -> Client:
-    """A staff member of `workspace` only, holding the given model permissions."""
+    """A staff member of `workspace` only, holding the given model permissions and reviewing
+    every domain it has so far (domain rows are shown to their reviewers only: memory.access)."""
     user = django_user_model.objects.create_user(f"staff-of-{workspace.slug}", is_staff=True)
     user.user_permissions.add(*Permission.objects.filter(codename__in=codenames))
     WorkspaceMembership.objects.create(user=user, workspace=workspace)
+    for domain in MemoryDomain.objects.filter(workspace=workspace):
+        assign_perm("memory.review_domain", user, domain)
     client = Client()
     client.force_login(user)
     client.user = user  # type: ignore[attr-defined]

@@ -11,7 +11,12 @@ from memory.models import Fact
 from tests.browser_fixtures import logged_in_page, screenshot
 from tests.review.samples import FILES, OUTPUT
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("reviewer_is_workspace_admin"),
+]
 
 EDITED_NOTE = "The user wants pull requests under 300 lines and imperative commit messages."
 

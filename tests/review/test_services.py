@@ -22,6 +22,18 @@ from tests.factories import MembershipFactory, UserFactory, WorkspaceFactory
 from tests.review.samples import ARCH_NOTE, FILES, OUTPUT, PROFILE_NOTE
 
 
+@pytest.fixture(autouse=True)
+def _reviewers_decide_every_layer(world):
+    """These tests act as people who may decide every item: approved items land in domains that
+    may not exist yet (created on approval), which only workspace admins may decide (issue 16).
+    Per-domain reviewers are tested in tests/test_people_access.py."""
+    from memory.models import WorkspaceMembership
+
+    WorkspaceMembership.objects.filter(
+        workspace=world.workspace, user__in=[world.reviewer, world.outsider_reviewer]
+    ).update(is_admin=True)
+
+
 def _submit(world, output=OUTPUT, files=FILES, repo="web"):
     return submit_review(agent=world.coder, session_id="turn-1", output=output, files=files, repo=repo)
 
