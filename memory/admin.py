@@ -480,28 +480,28 @@ class MemoryDomainAdmin(GuardedModelAdminMixin, WorkspaceScopedAdmin):  # type: 
     def obj_perms_manage_user_view(self, request: HttpRequest, object_pk: Any, user_id: Any) -> HttpResponse:
         domain = self._administered_domain(request, object_pk)
         response = super().obj_perms_manage_user_view(request, object_pk, user_id)
-        if request.method == "POST" and response.status_code in (301, 302):
-            record_event(
-                actor=Actor.of_user(request.user),
-                verb="reviewer_permission.changed",
-                workspace_id=domain.workspace_id,
-                target=domain,
-                detail={"user": str(user_id), "permissions": request.POST.getlist("permissions")},
-            )
+        self._audit_permission_change(request, response, domain, {"user": str(user_id)})
         return response
 
     def obj_perms_manage_group_view(self, request: HttpRequest, object_pk: Any, group_id: Any) -> HttpResponse:
         domain = self._administered_domain(request, object_pk)
         response = super().obj_perms_manage_group_view(request, object_pk, group_id)
+        self._audit_permission_change(request, response, domain, {"group": str(group_id)})
+        return response
+
+    @staticmethod
+    def _audit_permission_change(
+        request: HttpRequest, response: HttpResponse, domain: MemoryDomain, who: dict[str, str]
+    ) -> None:
+        """guardian saves and redirects; a redirect after a POST is a change worth auditing."""
         if request.method == "POST" and response.status_code in (301, 302):
             record_event(
                 actor=Actor.of_user(request.user),
                 verb="reviewer_permission.changed",
                 workspace_id=domain.workspace_id,
                 target=domain,
-                detail={"group": str(group_id), "permissions": request.POST.getlist("permissions")},
+                detail={**who, "permissions": request.POST.getlist("permissions")},
             )
-        return response
 
     list_filter = (("workspace", admin.RelatedOnlyFieldListFilter), ("repo", admin.EmptyFieldListFilter))
     list_select_related = ("workspace", "repo__workspace")  # the repo column prints workspace/slug

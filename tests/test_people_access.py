@@ -374,6 +374,26 @@ def test_serve_prod_check_refuses_while_an_account_has_the_demo_password(django_
     call_command("check_demo_credentials")
 
 
+def test_granting_a_reviewer_a_domain_is_for_workspace_admins_and_is_audited(scene: Scene) -> None:
+    from memory.models import AuditEvent
+
+    domain = scene.fact_in.domain
+    target = scene.users["member"]
+    url = reverse("admin:memory_memorydomain_permissions_manage_user", args=[domain.pk, target.pk])
+    body = {"permissions": ["review_domain"]}
+
+    refused = _client(scene.users["domain_reviewer"]).post(url, body)
+    assert refused.status_code in (403, 404)
+    assert not target.has_perm("memory.review_domain", domain)
+
+    before = AuditEvent.objects.filter(verb="reviewer_permission.changed").count()
+    granted = _client(scene.users["workspace_admin"]).post(url, body)
+    assert granted.status_code in (301, 302)
+    events = AuditEvent.objects.filter(verb="reviewer_permission.changed")
+    assert events.count() == before + 1
+    assert events.latest("pk").detail == {"user": str(target.pk), "permissions": ["review_domain"]}
+
+
 def test_zz_print_matrix_summary() -> None:
     """Prints persona × surface counts (run with -s); runs last in this module."""
     if not RESULTS:
