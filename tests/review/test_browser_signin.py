@@ -10,25 +10,16 @@ from guardian.shortcuts import assign_perm
 from tests.browser_fixtures import screenshot
 from tests.conftest import client_for
 from tests.factories import MembershipFactory, UserFactory
+from tests.review.test_queue import DOC
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 PASSWORD = "correct horse battery staple"
 SHOTS = Path("/tmp/h11")
 CANDIDATE = {
-    "schema": "awtl.memory_candidate.v2",
+    **DOC,
     "candidate_id": "c-signin",
     "domain": "architecture",
-    "failure_class": "agent_failure",
-    "failure_type": "wrong_command",
-    "source_action_ids": ["a-1"],
-    "root_cause_summary": "Ran the wrong build command.",
-    "scope": {"applies_to": ["web"], "does_not_apply_to": ["mobile"]},
-    "evidence_refs": ["ci:42"],
-    "verification_probe_candidate": "npm-build",
-    "promotion_status": "candidate",
-    "requires_human_review": True,
-    "topic": "build",
     "proposed_memory": "The web app builds with npm run build on Node 20.",
 }
 
