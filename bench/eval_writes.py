@@ -1,7 +1,7 @@
 """`make eval-writes`: what a write means (issue 14) — the write classifier on labelled pairs.
 
 For the development pairs of bench/write_pairs.py (all, then author A and author B apart) and for
-the held-out pairs (authors C and D) it prints, for the classifier (`memory.similarity.classify`)
+the held-out pairs (authors C to F) it prints, for the classifier (`memory.similarity.classify`)
 and for the one it replaces (`classify_pair`, conflict read as contradicts and unrelated as
 separate): the confusion matrix, each class's accuracy, the rates that matter (contradictions
 swallowed as restatements, restatements and separate facts superseded as contradictions, unsure

@@ -190,9 +190,10 @@ def held_out_scores():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="issue 14 targets not met on the held-out pairs of authors C and D (round 2, scored once with "
-    "the frozen design, sha256 2dd06644…): 6.2 % of contradictions swallowed (target ≤ 2 %), 31.8 % unsure "
-    "(target ≤ 25 %); restatements superseded 2.9 % (target ≤ 5 %) is met",
+    reason="issue 14 targets not met on the 1,004 held-out pairs of authors C to F (round 2, frozen design "
+    "sha256 2dd06644…, never tuned on them): 4.1 % of contradictions swallowed (target ≤ 2 %), 26.5 % unsure "
+    "(target ≤ 25 %); restatements superseded 2.1 % (target ≤ 5 %) is met. Authors E and F alone: 1.8 % / "
+    "1.2 % / 21.1 %; C and D alone: 6.2 % / 2.9 % / 31.8 %",
 )
 def test_held_out_pairs_meet_the_targets(held_out_scores):
     assert held_out_scores.swallowed <= eval_writes.MAX_SWALLOWED
@@ -201,8 +202,8 @@ def test_held_out_pairs_meet_the_targets(held_out_scores):
 
 
 def test_held_out_errors_do_not_grow(held_out_scores):
-    # what the frozen round-2 design measured on the 506 held-out pairs: a change may only do better
-    assert held_out_scores.confusion[("contradicts", "same")] <= 11  # of 178
-    assert held_out_scores.confusion[("same", "contradicts")] <= 5  # of 172
-    assert held_out_scores.confusion[("separate", "contradicts")] == 0  # of 156
-    assert sum(n for (_, kind), n in held_out_scores.confusion.items() if kind == "unsure") <= 161  # of 506
+    # what the frozen round-2 design measured on the 1,004 held-out pairs: a change may only do better
+    assert held_out_scores.confusion[("contradicts", "same")] <= 14  # of 345
+    assert held_out_scores.confusion[("same", "contradicts")] <= 7  # of 339
+    assert held_out_scores.confusion[("separate", "contradicts")] <= 1  # of 320
+    assert sum(n for (_, kind), n in held_out_scores.confusion.items() if kind == "unsure") <= 266  # of 1004
