@@ -6,7 +6,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from agents.client import EngramAPIError, EngramClient, _retry_after
+from engram_client import EngramClient, EngramError
+from engram_client.transport import parse_retry_after
 from memory.actors import Actor
 from memory.models import Fact
 from review.models import RememberReview
@@ -70,47 +71,51 @@ def test_run_calls(world, engram):
 
 
 def test_errors_raise_with_the_api_code_and_fields(world, engram, live_server):
-    with pytest.raises(EngramAPIError) as missing:
+    with pytest.raises(EngramError) as missing:
         engram.get_fact(999_999)
     assert (missing.value.status, missing.value.code) == (404, "fact_not_found")
 
-    with pytest.raises(EngramAPIError) as bad:
+    with pytest.raises(EngramError) as bad:
         engram.search("x", mode="fuzzy")  # type: ignore[arg-type]
     assert (bad.value.status, bad.value.code) == (400, "invalid_input")
     assert "mode" in bad.value.fields
 
-    with pytest.raises(EngramAPIError) as unknown:
+    with pytest.raises(EngramError) as unknown:
         engram.propose_fact(domain="nope", topic="t", content="c", memory_type="decision")
     assert unknown.value.code == "unknown_domain"
 
-    with pytest.raises(EngramAPIError) as denied:
+    with pytest.raises(EngramError) as denied:
         EngramClient(live_server.url, "engram_not-a-key").me()
     assert (denied.value.status, denied.value.code) == (401, "invalid_key")
 
     from memory.services.tenancy import set_grant
 
     set_grant(role=world.coder_role, domain=world.architecture, level="read", by=Actor.of_system("test"))
-    with pytest.raises(EngramAPIError) as forbidden:
+    with pytest.raises(EngramError) as forbidden:
         engram.propose_policy(domain="architecture", rule="Never deploy on Fridays.")
     assert (forbidden.value.status, forbidden.value.code) == (403, "insufficient_memory_permission")
 
     run = engram.create_run("t")
-    with pytest.raises(EngramAPIError) as other:
+    with pytest.raises(EngramError) as other:
         EngramClient(live_server.url, world.coder2.plain_key).get_bank(run["id"])
     assert (other.value.status, other.value.code) == (404, "run_not_found")
 
 
-def test_wait_for_review_submits_waits_for_the_person_and_consumes(world, engram):
+def test_remember_with_review_submits_waits_for_the_person_and_consumes(world, engram):
     def a_person_approves(review):
         approve_review(review=RememberReview.objects.get(pk=review["id"]), by=Actor.of_user(world.reviewer))
 
-    outcome = engram.wait_for_review("turn-7", OUTPUT, FILES, repo="web", timeout=60, on_submitted=a_person_approves)
-    assert outcome["status"] == "consumed"
-    assert outcome["resolution"]["approved"] is True
-    assert outcome["resolution"]["stored_ids"]
+    outcome = engram.reviews.remember_with_review(
+        session_id="turn-7", output=OUTPUT, files=FILES, repo="web", timeout=60, on_submitted=a_person_approves
+    )
+    assert outcome.status == "consumed"
+    assert outcome.approved is True
+    assert outcome.stored_ids
 
 
-def test_a_busy_server_answers_the_long_poll_at_once_and_the_client_waits_its_retry_after(world, live_server, settings):
+def test_a_busy_server_answers_the_long_poll_at_once_and_the_client_waits_itsparse_retry_after(
+    world, live_server, settings
+):
     settings.ENGRAM_MAX_WAITERS = 0  # the server holds no long-poll: every wait answers at once
     pauses = []
 
@@ -119,8 +124,10 @@ def test_a_busy_server_answers_the_long_poll_at_once_and_the_client_waits_its_re
         approve_review(review=RememberReview.objects.get(), by=Actor.of_user(world.reviewer))
 
     engram = EngramClient(live_server.url, world.coder.plain_key, timeout=30, sleep=sleep)
-    outcome = engram.wait_for_review("turn-7", OUTPUT, FILES, repo="web", timeout=60)
-    assert outcome["status"] == "consumed" and outcome["resolution"]["approved"] is True
+    outcome = engram.reviews.remember_with_review(
+        session_id="turn-7", output=OUTPUT, files=FILES, repo="web", timeout=60
+    )
+    assert outcome.status == "consumed" and outcome.approved is True
     assert pauses == [pytest.approx(2, abs=0.1)]  # one poll turned away, one pause of Retry-After
 
 
@@ -177,7 +184,7 @@ def fake_api():
 UNAVAILABLE = (503, {"Retry-After": "2"}, {"code": "database_unavailable", "detail": "retry shortly", "fields": {}})
 
 
-def test_503_is_retried_with_backoff_honouring_retry_after(fake_api):
+def test_503_is_retried_with_backoff_honouringparse_retry_after(fake_api):
     api = fake_api([UNAVAILABLE, UNAVAILABLE, (201, {}, {"id": 7, "status": "running"})])
     sleeps = []
     client = EngramClient(api.url, "k", retries=3, backoff=0.1, sleep=sleeps.append)
@@ -193,7 +200,7 @@ def test_429_backoff_grows_exponentially_and_gives_up_after_the_retries(fake_api
     api = fake_api([throttled] * 4)
     sleeps = []
     client = EngramClient(api.url + "/api/v1/", "k", retries=3, backoff=0.5, sleep=sleeps.append)
-    with pytest.raises(EngramAPIError) as exc:
+    with pytest.raises(EngramError) as exc:
         client.me()
     assert (exc.value.status, exc.value.code, exc.value.detail) == (429, "throttled", "slow down")
     assert len(api.requests) == 4
@@ -204,7 +211,7 @@ def test_429_backoff_grows_exponentially_and_gives_up_after_the_retries(fake_api
 def test_other_errors_are_not_retried(fake_api):
     api = fake_api([(409, {}, {"code": "run_finished", "detail": "finished", "fields": {}})])
     client = EngramClient(api.url, "k", sleep=lambda s: pytest.fail("no retry on 409"))
-    with pytest.raises(EngramAPIError) as exc:
+    with pytest.raises(EngramError) as exc:
         client.update_status(1, "x")
     assert exc.value.code == "run_finished"
     assert len(api.requests) == 1
@@ -213,18 +220,18 @@ def test_other_errors_are_not_retried(fake_api):
 def test_a_lost_connection_is_retried_for_get_but_not_for_post():
     sleeps = []
     client = EngramClient("http://127.0.0.1:9", "k", retries=2, timeout=2, sleep=sleeps.append)
-    with pytest.raises(EngramAPIError) as get:
+    with pytest.raises(EngramError) as get:
         client.me()
     assert (get.value.status, get.value.code) == (0, "connection_error")
     assert len(sleeps) == 2
     sleeps.clear()
-    with pytest.raises(EngramAPIError):
+    with pytest.raises(EngramError):
         client.create_run("t")
     assert sleeps == []
 
 
 def test_retry_after_accepts_seconds_and_http_dates():
-    assert _retry_after("3") == 3.0
-    assert _retry_after(None) is None
-    assert _retry_after("soon") is None
-    assert _retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past: no extra wait
+    assert parse_retry_after("3") == 3.0
+    assert parse_retry_after(None) is None
+    assert parse_retry_after("soon") is None
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past: no extra wait

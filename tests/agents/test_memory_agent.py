@@ -4,9 +4,9 @@ repetition, and every other decision is selective silence, logged on the run."""
 
 import pytest
 
-from agents.bank_adapter import LocalBank
-from agents.client import EngramAPIError, EngramClient
-from agents.memory_agent import (
+from engram_client import EngramClient, EngramError
+from engram_client.bank_adapter import LocalBank
+from engram_client.memory_agent import (
     REMINDER_PREFIX,
     BankUpdate,
     Decision,
@@ -19,8 +19,7 @@ from agents.memory_agent import (
     parse_reply,
     run_without_memory,
 )
-from agents.models import BankItem, Intervention, MemoryRun
-from memory.models import Candidate, Fact
+from memory.models import BankItem, Candidate, Fact, Intervention, MemoryRun
 
 
 class ScriptedAgent:
@@ -215,7 +214,7 @@ def test_the_loop_works_over_http_with_the_client(world, live_server):
     bank = engram.get_bank(result.run_id)
     assert bank["run_status"] == "finished"
     assert bank["procedural"][0]["outcome"] == "failed"
-    with pytest.raises(EngramAPIError) as exc:
+    with pytest.raises(EngramError) as exc:
         EngramClient(live_server.url, world.coder2.plain_key).get_bank(result.run_id)
     assert exc.value.status == 404
 

@@ -1,11 +1,11 @@
-"""agents.review_helper against a real server: submit, long-poll woken by a decision, consume."""
+"""engram_client.review against a real server: submit, long-poll woken by a decision, consume."""
 
 import threading
 import time
 
 import pytest
 
-from agents.review_helper import ReviewAPIError, ReviewClient, ReviewTimeout, final_answer_note
+from engram_client import EngramClient, EngramError, ReviewTimeout, final_answer_note
 from memory.actors import Actor
 from review.models import RememberReview
 from review.services import reject_review
@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("
 
 
 def test_the_long_poll_returns_as_soon_as_a_person_decides_then_consumes(world, live_server):
-    client = ReviewClient(live_server.url, world.coder.plain_key)
+    client = EngramClient(live_server.url, world.coder.plain_key).reviews
     result = {}
 
     def runtime():
@@ -46,18 +46,18 @@ def test_the_long_poll_returns_as_soon_as_a_person_decides_then_consumes(world, 
 
 
 def test_errors_carry_the_api_code_and_wait_can_time_out(world, live_server):
-    client = ReviewClient(live_server.url, world.coder.plain_key)
-    with pytest.raises(ReviewAPIError) as err:
+    client = EngramClient(live_server.url, world.coder.plain_key).reviews
+    with pytest.raises(EngramError) as err:
         client.submit(session_id="t", output="nothing here")
     assert err.value.status == 400 and err.value.code == "no_review_items"
     review = client.submit(session_id="t", output=OUTPUT, files=FILES)
     with pytest.raises(ReviewTimeout):
         client.wait(review["id"], timeout=1)
-    with pytest.raises(ReviewAPIError) as err:
+    with pytest.raises(EngramError) as err:
         client.consume(review["id"])
     assert err.value.status == 409 and err.value.code == "review_pending"
-    with pytest.raises(ReviewAPIError) as err:
-        ReviewClient(live_server.url, "engram_wrong").get(review["id"])
+    with pytest.raises(EngramError) as err:
+        EngramClient(live_server.url, "engram_wrong").reviews.get(review["id"])
     assert err.value.status == 401
 
 
@@ -69,7 +69,7 @@ def test_a_busy_server_answers_the_long_poll_at_once_and_the_helper_waits_its_re
         pauses.append(seconds)
         reject_review(review=RememberReview.objects.get(), by=Actor.of_user(world.reviewer), reviewer_note="No.")
 
-    client = ReviewClient(live_server.url, world.coder.plain_key, sleep=sleep)
+    client = EngramClient(live_server.url, world.coder.plain_key, sleep=sleep).reviews
     outcome = client.remember_with_review(session_id="t", output=OUTPUT, files=FILES, timeout=60)
     assert outcome.status == "consumed" and outcome.approved is False
     assert pauses == [pytest.approx(2, abs=0.1)]

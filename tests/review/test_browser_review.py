@@ -1,12 +1,12 @@
 """A reviewer in a real browser (Playwright, Debian Chromium) resolves a remember review while
-the agent runtime long-polls it over HTTP (agents.review_helper), as in SPEC §8."""
+the agent runtime long-polls it over HTTP (engram_client.review), as in SPEC §8."""
 
 import queue
 import threading
 
 import pytest
 
-from agents.review_helper import ReviewClient, ReviewOutcome
+from engram_client import EngramClient, ReviewOutcome
 from memory.models import Fact
 from tests.browser_fixtures import logged_in_page, screenshot
 from tests.review.samples import FILES, OUTPUT
@@ -25,7 +25,7 @@ def test_reviewer_deselects_edits_and_approves_while_the_agent_long_polls(world,
     from playwright.sync_api import expect
 
     expect.set_options(timeout=20_000)
-    agent_client = ReviewClient(live_server.url, world.coder.plain_key, timeout=15)
+    agent_client = EngramClient(live_server.url, world.coder.plain_key, timeout=15).reviews
     submitted: queue.Queue = queue.Queue()
     outcome: dict[str, ReviewOutcome | BaseException] = {}
 

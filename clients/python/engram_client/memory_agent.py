@@ -9,7 +9,7 @@
   appended to it as a user message starting with `[MEMORY REMINDER]`.
 - `environment(action) -> {"ok": bool, "output": str}` (optionally `"done": True` to end).
 - `bank`: anything with EngramClient's run methods — the client itself (HTTP) or
-  `agents.bank_adapter.LocalBank` (in-process, same services).
+  `engram_client.bank_adapter.LocalBank` (in-process, inside the Engram server's process).
 - `decider(view) -> Decision`: any callable. Built in: `RuleBasedDecider` (offline) and
   `OpenAICompatibleDecider` (an OpenAI-compatible chat endpoint from OPENAI_BASE_URL,
   OPENAI_API_KEY, OPENAI_MODEL).
@@ -21,7 +21,7 @@ logged on the run (silence as a null reminder). With `preview` (the default) the
 sees the action the agent is about to take; that proposal is discarded when a reminder is
 given and the agent is asked again with the reminder in its context.
 
-This module imports nothing from Django: a runtime can vendor it with agents/client.py.
+Standard library only; the decider's HTTP calls go through engram_client's Transport.
 """
 
 from __future__ import annotations
@@ -31,10 +31,11 @@ import json
 import logging
 import os
 import re
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from engram_client.transport import Transport
 
 logger = logging.getLogger("engram.memory_agent")
 
@@ -482,6 +483,8 @@ class OpenAICompatibleDecider:
             raise ValueError("Set OPENAI_MODEL (or pass model=) for the OpenAI-compatible memory agent.")
         self.timeout = timeout
         self.temperature = temperature
+        # No retries: a failed completion costs one silent decision, not a stalled action agent.
+        self.transport = Transport(self.base_url, self.api_key, timeout=timeout, retries=0)
 
     def messages(self, view: MemoryView) -> list[dict[str, str]]:
         window = [s.as_dict() for s in view.window]
@@ -503,15 +506,9 @@ class OpenAICompatibleDecider:
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
     def complete(self, messages: list[dict[str, str]]) -> str:
-        body = json.dumps({"model": self.model, "messages": messages, "temperature": self.temperature}).encode()
-        request = urllib.request.Request(  # noqa: S310 — scheme checked in __init__
-            f"{self.base_url}/chat/completions", data=body, method="POST"
-        )
-        request.add_header("Content-Type", "application/json")
-        if self.api_key:
-            request.add_header("Authorization", f"Bearer {self.api_key}")
-        with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310
-            payload = json.loads(response.read().decode("utf-8"))
+        """POST chat/completions; the reply's text. Raises EngramError on a refused call."""
+        body = {"model": self.model, "messages": messages, "temperature": self.temperature}
+        payload = self.transport.request("POST", "chat/completions", body)
         return str(payload["choices"][0]["message"]["content"] or "")
 
     def __call__(self, view: MemoryView) -> Decision:

@@ -1,56 +1,34 @@
-"""EngramClient: the agent API (API.md) for Python runtimes, one typed method per call.
+"""EngramClient: the agent API for Python runtimes, one typed method per call.
 
-    from agents.client import EngramClient, EngramAPIError
+    from engram_client import EngramClient, EngramError
 
     engram = EngramClient("http://127.0.0.1:8000", key=os.environ["ENGRAM_AGENT_KEY"])
     preamble = engram.preamble("Fix the flaky checkout test in the web repo", repo="web")
     hits = engram.search("how do we seed the test database?")["results"]
     try:
         engram.propose_policy(domain="architecture", rule="Never deploy on Fridays.")
-    except EngramAPIError as exc:
+    except EngramError as exc:
         print(exc.status, exc.code)   # 403 insufficient_memory_permission
 
-Standard library only (urllib), so a runtime can vendor this one file. Answers are the API's
-JSON as plain dicts (TypedDicts document the main shapes). A non-2xx answer raises
-EngramAPIError carrying the API's stable `code`, `detail` and `fields`. 429 and 503 are retried
-with exponential backoff, waiting at least what `Retry-After` asks; connection failures are
-retried only for GET, PUT and DELETE (a POST that may have arrived is not sent twice).
+Standard library only. Answers are the API's JSON as plain dicts (TypedDicts document the main
+shapes). A non-2xx answer raises EngramError carrying the API's stable `code`, `detail` and
+`fields`; retries and backoff are the Transport's. Remember reviews are `engram.reviews`
+(engram_client.review.ReviewClient), over the same transport.
 """
 
 from __future__ import annotations
 
-import email.utils
-import json
-import random
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from typing import Any, Literal, TypedDict, cast
 
-__all__ = ["EngramAPIError", "EngramClient", "ReviewTimeout"]
+from engram_client.review import ReviewClient
+from engram_client.transport import Transport
 
-RETRY_STATUSES = frozenset({429, 503})
-IDEMPOTENT = frozenset({"GET", "PUT", "DELETE", "HEAD"})
-LONG_POLL_SECONDS = 30.0
+__all__ = ["EngramClient"]
+
 SearchMode = Literal["keyword", "semantic", "hybrid"]
-
-
-class EngramAPIError(Exception):
-    """A non-2xx answer (or no answer at all: status 0, code `connection_error`)."""
-
-    def __init__(self, status: int, code: str, detail: str, fields: dict[str, Any] | None = None) -> None:
-        super().__init__(f"{status} {code}: {detail}")
-        self.status = status
-        self.code = code
-        self.detail = detail
-        self.fields: dict[str, Any] = fields or {}
-
-
-class ReviewTimeout(Exception):
-    """Nobody resolved the remember review in time; it stays pending on the site."""
 
 
 # --- Answer shapes (documentation for type checkers; at runtime these are plain dicts) ----------
@@ -173,24 +151,6 @@ def _clean(body: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in body.items() if v is not None}
 
 
-def _retry_after(value: str | None) -> float | None:
-    """Seconds from a Retry-After header (delta-seconds or an HTTP date), or None."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
-
-
 class EngramClient:
     """One agent's connection to Engram.
 
@@ -198,6 +158,7 @@ class EngramClient:
     the agent key; `timeout` bounds each HTTP call (long-polls add their wait); `retries` is
     how many times a 429/503 (or a lost connection on an idempotent call) is retried, waiting
     `backoff · 2^attempt` seconds (at most `max_backoff`), or longer when `Retry-After` says so.
+    `reviews` is the remember-review helper (submit, get, wait, consume, remember_with_review).
     """
 
     def __init__(
@@ -216,20 +177,11 @@ class EngramClient:
             raise ValueError(f"base_url must be an http(s) URL, not {base_url!r}")
         if not root.endswith("/api/v1"):
             root += "/api/v1"
-        self.api = root + "/"
-        self.key = key
-        self.timeout = timeout
-        self.retries = max(0, retries)
-        self.backoff = backoff
-        self.max_backoff = max_backoff
-        self._sleep = sleep
-
-    # --- transport ------------------------------------------------------------------------------
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        delay = min(self.max_backoff, self.backoff * (2**attempt)) * (1 + random.random() * 0.1)
-        if retry_after is not None:
-            delay = max(delay, min(retry_after, self.max_backoff))
-        return delay
+        self.transport = Transport(
+            root, key, timeout=timeout, retries=retries, backoff=backoff, max_backoff=max_backoff, sleep=sleep
+        )
+        self.api = self.transport.base
+        self.reviews = ReviewClient(self.transport)
 
     def request(
         self,
@@ -241,70 +193,7 @@ class EngramClient:
         timeout: float | None = None,
     ) -> dict[str, Any]:
         """One API call with retries; the decoded JSON answer (an empty dict for an empty body)."""
-        return self._send(method, path, body, query=query, timeout=timeout)[0]
-
-    def _send(
-        self,
-        method: str,
-        path: str,
-        body: Mapping[str, Any] | None = None,
-        *,
-        query: Mapping[str, Any] | None = None,
-        timeout: float | None = None,
-    ) -> tuple[dict[str, Any], float | None]:
-        """`request`, also answering the 2xx answer's Retry-After (seconds), if it had one."""
-        url = self.api + path.lstrip("/")
-        params = _clean(query or {})
-        if params:
-            url += "?" + urllib.parse.urlencode(
-                {k: (str(v).lower() if isinstance(v, bool) else v) for k, v in params.items()}
-            )
-        data = json.dumps(body).encode("utf-8") if body is not None else None
-        attempt = 0
-        while True:
-            request = urllib.request.Request(url, data=data, method=method)  # noqa: S310 — scheme checked in __init__
-            request.add_header("Authorization", f"Bearer {self.key}")
-            request.add_header("Accept", "application/json")
-            if data is not None:
-                request.add_header("Content-Type", "application/json")
-            try:
-                with urllib.request.urlopen(request, timeout=timeout or self.timeout) as response:  # noqa: S310
-                    raw = response.read().decode("utf-8")
-                    payload = dict(json.loads(raw)) if raw.strip() else {}
-                    return payload, _retry_after(response.headers.get("Retry-After"))
-            except urllib.error.HTTPError as exc:
-                if exc.code in RETRY_STATUSES and attempt < self.retries:
-                    retry_after = _retry_after(exc.headers.get("Retry-After") if exc.headers else None)
-                    exc.close()
-                    self._sleep(self._delay(attempt, retry_after))
-                    attempt += 1
-                    continue
-                raise self._error(exc) from None
-            except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
-                if method in IDEMPOTENT and attempt < self.retries:
-                    self._sleep(self._delay(attempt, None))
-                    attempt += 1
-                    continue
-                reason = getattr(exc, "reason", exc)
-                raise EngramAPIError(0, "connection_error", f"No answer from {self.api}: {reason}") from exc
-
-    @staticmethod
-    def _error(exc: urllib.error.HTTPError) -> EngramAPIError:
-        raw = exc.read().decode("utf-8", errors="replace")
-        exc.close()
-        try:
-            payload = json.loads(raw)
-        except ValueError:
-            payload = None
-        if not isinstance(payload, dict):
-            return EngramAPIError(exc.code, "http_error", raw[:500] or str(exc.reason))
-        fields = payload.get("fields")
-        return EngramAPIError(
-            exc.code,
-            str(payload.get("code") or "error"),
-            str(payload.get("detail") or ""),
-            fields if isinstance(fields, dict) else {},
-        )
+        return self.transport.request(method, path, body, query=query, timeout=timeout)
 
     # --- identity and recall --------------------------------------------------------------------
     def me(self) -> Me:
@@ -474,70 +363,6 @@ class EngramClient:
     def promote(self, candidate_id: int, write: bool = False, auto: bool = False) -> dict[str, Any]:
         """POST candidates/{id}/promote/: a dry run unless `write`; the decision and its scorecard."""
         return self.request("POST", f"candidates/{int(candidate_id)}/promote/", {"write": write, "auto": auto})
-
-    # --- remember reviews (human in the loop) ---------------------------------------------------
-    def submit_review(
-        self, session_id: str, output: str, files: Mapping[str, str] | None = None, repo: str | None = None
-    ) -> dict[str, Any]:
-        """POST reviews/: the pending review with its parsed items and `review_url`."""
-        body = {"session_id": session_id, "output": output, "files": dict(files or {}), "repo": repo}
-        return self.request("POST", "reviews/", _clean(body))
-
-    def get_review(self, review_id: int, wait: float | None = None) -> dict[str, Any]:
-        """GET reviews/{id}/, long-polling up to `wait` seconds (max 30) while pending."""
-        return self._poll_review(review_id, wait)[0]
-
-    def _poll_review(self, review_id: int, wait: float | None) -> tuple[dict[str, Any], float | None]:
-        """The review and, when the server was too busy to hold the poll, its Retry-After."""
-        if not wait:
-            return self._send("GET", f"reviews/{int(review_id)}/")
-        wait = max(0.0, min(float(wait), LONG_POLL_SECONDS))
-        return self._send("GET", f"reviews/{int(review_id)}/", query={"wait": f"{wait:g}"}, timeout=self.timeout + wait)
-
-    def consume_review(self, review_id: int) -> dict[str, Any]:
-        """POST reviews/{id}/consume/: approved|rejected → consumed (409 review_pending before)."""
-        return self.request("POST", f"reviews/{int(review_id)}/consume/")
-
-    def wait_for_review(
-        self,
-        session_id: str,
-        output: str,
-        files: Mapping[str, str] | None = None,
-        repo: str | None = None,
-        *,
-        timeout: float | None = None,
-        consume: bool = True,
-        on_submitted: Callable[[dict[str, Any]], object] | None = None,
-    ) -> dict[str, Any]:
-        """Submit a remember review, long-poll until a person resolves it, then (by default)
-        consume it. Returns the resolved review (`status`, `resolution` with stored_ids and a
-        note for the final answer). Raises ReviewTimeout after `timeout` seconds (None: wait as
-        long as it takes); `on_submitted` gets the created review, e.g. to show its review_url.
-        A server holding too many long-polls answers at once with Retry-After: the next poll
-        waits that long (a busy server is never polled in a tight loop)."""
-        review = self.submit_review(session_id=session_id, output=output, files=files, repo=repo)
-        if on_submitted is not None:
-            on_submitted(review)
-        review_id = int(review["id"])
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            remaining = LONG_POLL_SECONDS if deadline is None else deadline - time.monotonic()
-            if remaining <= 0:
-                raise ReviewTimeout(f"Remember review {review_id} is still pending: {review.get('review_url', '')}")
-            current, retry_after = self._poll_review(review_id, max(0.1, min(LONG_POLL_SECONDS, remaining)))
-            if current["status"] != "pending":
-                break
-            if retry_after is not None:
-                pause = min(retry_after, self.max_backoff)
-                self._sleep(pause if deadline is None else max(0.0, min(pause, deadline - time.monotonic())))
-        if consume and current["status"] != "consumed":
-            try:
-                current = self.consume_review(review_id)
-            except EngramAPIError as exc:
-                if exc.code != "review_already_consumed":
-                    raise
-                current = self.get_review(review_id)
-        return current
 
     # --- memory agent runs (SPEC §9) ------------------------------------------------------------
     def create_run(self, task: str) -> Run:
