@@ -18,7 +18,7 @@ QUIET_PIP := grep -v "is ignored: it is neither a file nor a directory" || true
 
 help:
 	@echo "make run    install everything, start the embedded PostgreSQL, load the demo, serve on 127.0.0.1:$(PORT)"
-	@echo "make test   lint (ruff, mypy) then the whole test suite on real PostgreSQL"
+	@echo "make test   lint (ruff, mypy, import contracts) then the whole test suite on real PostgreSQL"
 	@echo "make bench  recall and ingest benchmarks (not part of make test)"
 	@echo "make eval   recall quality on the labelled set (recall@10, nDCG@10)"
 	@echo "make eval-writes  the write classifier on labelled pairs: same / contradicts / separate / unsure"
@@ -50,7 +50,9 @@ lint: install
 	@$(VENV)/bin/ruff check .
 	@$(VENV)/bin/ruff format --check .
 	@echo "==> mypy"
-	@$(VENV)/bin/mypy config memory agents review
+	@$(VENV)/bin/mypy config memory agents review clients/python/engram_client
+	@echo "==> import contracts (config > agents > review > memory)"
+	@$(VENV)/bin/lint-imports --no-logo
 
 format: install
 	@$(VENV)/bin/ruff format .

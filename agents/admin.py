@@ -15,11 +15,10 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from agents.models import Agent, BankItem, Intervention, MemoryRun
 from agents.services import TRUST_FLAGS, create_agent, may_manage_trust, revoke_agent, rotate_key, set_trust_flags
 from memory.actors import Actor
 from memory.admin import ReadOnlyAdmin, SameWorkspaceForm, WorkspaceScopedAdmin, admin_link, adopt_saved, excerpt
-from memory.models import WorkspaceMembership
+from memory.models import Agent, BankItem, Intervention, MemoryRun, WorkspaceMembership
 
 if TYPE_CHECKING:
     from django import forms

@@ -10,7 +10,7 @@ from rest_framework.authentication import BaseAuthentication, get_authorization_
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-from agents.models import Agent, hash_key
+from memory.models import Agent, hash_key
 
 # Writing last_used_at on every call would turn each read into a write; once a minute is enough.
 _TOUCH_EVERY_SECONDS = 60

@@ -22,10 +22,12 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from agents import operations as ops
-from agents.models import Agent, hash_key
+from memory.models import Agent, hash_key
 
 logger = logging.getLogger("engram.mcp")
 
+# The enumerations of the tools' signatures, spelled out for the JSON schema the MCP client
+# sees; tests/agents/test_operations_parity.py holds each equal to the model choices it mirrors.
 SearchMode = Literal["keyword", "semantic", "hybrid"]
 MemoryType = Literal["commitment", "event", "observation", "decision", "convention", "procedure", "profile"]
 # What an agent may state (issue 13). human_stated is offered only to an agent a workspace admin
@@ -33,6 +35,7 @@ MemoryType = Literal["commitment", "event", "observation", "decision", "conventi
 AgentVeracity = Literal["agent_inferred", "tool_generated", "imported"]
 RelayVeracity = Literal["agent_inferred", "tool_generated", "imported", "human_stated"]
 ConflictStatus = Literal["open", "decided", "dismissed"]
+BankItemKind = Literal["knowledge", "procedural"]
 FailureClass = Literal[
     "agent_failure", "verification_failure", "environment_blocker", "flaky_blocker", "harness_blocker"
 ]
@@ -213,9 +216,10 @@ def build_server(key: str, *, site_url: str = "") -> MCPServer:
         """Recorded conflicts between facts: the pair (existing, proposed), winner, loser, the rule
         that decided, when. status open: possible conflicts a person has yet to decide (no winner,
         both facts live); dismissed: a person said both are true. One page: limit 1–200
-        (ENGRAM_API_MAX_PAGE_SIZE), offset ≥ 0; out of range is refused (invalid_input)."""
+        (ENGRAM_API_MAX_PAGE_SIZE), offset ≥ 0; out of range is refused (invalid_input). `next` and
+        `previous` are the API's links to the neighbouring pages, null at either end."""
         raw = _given(domain=domain, repo=repo, topic=topic, status=status)
-        return tools.call(ops.list_conflicts, raw, limit=limit, offset=offset)
+        return tools.call(ops.list_conflicts, raw, limit=limit, offset=offset, site_url=tools.site_url)
 
     @server.tool(annotations=REPLACE)
     def update_my_notes(notes: str) -> CallToolResult:
@@ -277,7 +281,7 @@ def build_server(key: str, *, site_url: str = "") -> MCPServer:
         return tools.call(ops.save_procedural, run_id, {"id": id, "content": content, "outcome": outcome})
 
     @server.tool(annotations=REPLACE)
-    def memory_delete(run_id: int, id: str, kind: Literal["knowledge", "procedural"] | None = None) -> CallToolResult:
+    def memory_delete(run_id: int, id: str, kind: BankItemKind | None = None) -> CallToolResult:
         """Delete the knowledge and/or procedural item with this id (`kind` narrows it)."""
         return tools.call(ops.delete_item, run_id, id, _given(kind=kind))
 

@@ -16,11 +16,23 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from agents.models import STATUS_ITEM_ID, Agent, BankItem, BankKind, Intervention, MemoryRun, RunStatus
 from memory.actors import Actor
 from memory.audit import record_event
 from memory.errors import InvalidInput, NotFound, StateConflict
-from memory.models import Candidate, FailureClass, MemoryDomain, MemoryType, Workspace
+from memory.models import (
+    STATUS_ITEM_ID,
+    Agent,
+    BankItem,
+    BankKind,
+    Candidate,
+    FailureClass,
+    Intervention,
+    MemoryDomain,
+    MemoryRun,
+    MemoryType,
+    RunStatus,
+    Workspace,
+)
 from memory.services import promotion
 from memory.services.facts import create_episode
 from memory.services.tenancy import create_domain, require_visible_domain

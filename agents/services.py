@@ -7,11 +7,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from agents.models import Agent, generate_key, hash_key
 from memory.actors import Actor
 from memory.audit import record_event
 from memory.errors import InsufficientPermission, InvalidInput, StateConflict
-from memory.models import Role, Workspace, WorkspaceMembership
+from memory.models import Agent, Role, Workspace, WorkspaceMembership, generate_key, hash_key
 from memory.services.tenancy import get_or_create_role, get_or_create_workspace
 
 # The trust flags of an agent (issue 13): who sets them is checked here, and every change is audited.

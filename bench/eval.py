@@ -27,13 +27,18 @@ django.setup()
 from django.db import connection, transaction  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
-from agents.models import Agent  # noqa: E402
 from agents.services import create_agent  # noqa: E402
 from bench import eval_data  # noqa: E402
 from bench.common import recreate_database  # noqa: E402
 from memory.actors import Actor  # noqa: E402
 from memory.embeddings import embed_text, embed_texts, fact_text  # noqa: E402
-from memory.models import VERACITY_WEIGHT, Episode, EpisodeFact, Fact  # noqa: E402
+from memory.models import (  # noqa: E402
+    VERACITY_WEIGHT,
+    Agent,
+    Episode,
+    EpisodeFact,
+    Fact,
+)
 from memory.search import hybrid, voices  # noqa: E402
 from memory.services.tenancy import create_domain, get_or_create_repo, get_or_create_role, get_or_create_workspace  # noqa: E402
 

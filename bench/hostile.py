@@ -1,7 +1,7 @@
 """Hostile input, measured (issue 15): `python -m bench.hostile`.
 
 1. The parsers on their worst known inputs at the largest allowed body (ENGRAM_MAX_BODY_BYTES):
-   the remember-review parser (review.parsing) and the API's strict JSON (config.safe_json).
+   the remember-review parser (review.parsing) and the API's strict JSON (memory.safe_json).
 2. Real servers: gunicorn and runserver, each sent the fuzzer's review output at the largest
    size, 5,000-deep JSON, and a chunked body (Transfer-Encoding: chunked, no Content-Length).
 
@@ -35,10 +35,10 @@ django.setup()
 
 from django.conf import settings  # noqa: E402
 
-from agents.api.serializers_reviews import OUTPUT_MAX_CHARS  # noqa: E402
+from agents.operations.serializers_reviews import OUTPUT_MAX_CHARS  # noqa: E402
 from agents.services import create_agent  # noqa: E402
 from bench.common import recreate_database  # noqa: E402
-from config import safe_json  # noqa: E402
+from memory import safe_json  # noqa: E402
 from memory.actors import Actor  # noqa: E402
 from memory.services.tenancy import get_or_create_role, get_or_create_workspace  # noqa: E402
 from review.parsing import parse_remember_output  # noqa: E402

@@ -34,11 +34,10 @@ from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
-from agents.models import Agent  # noqa: E402
 from agents.services import rotate_key  # noqa: E402
 from bench import corpus  # noqa: E402
 from memory.actors import Actor  # noqa: E402
-from memory.models import Fact  # noqa: E402
+from memory.models import Agent, Fact  # noqa: E402
 
 TASKS = 500
 WARM = 50

@@ -40,13 +40,17 @@ import psycopg  # noqa: E402
 from django.db import connection, connections, transaction  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-from agents.models import Agent  # noqa: E402
 from agents.services import create_agent, rotate_key  # noqa: E402
 from bench import corpus  # noqa: E402
 from bench.common import recreate_database  # noqa: E402
 from memory.actors import Actor  # noqa: E402
 from memory.embeddings import embed_texts  # noqa: E402
-from memory.models import Episode, EpisodeFact, Fact  # noqa: E402
+from memory.models import (  # noqa: E402
+    Agent,
+    Episode,
+    EpisodeFact,
+    Fact,
+)
 from memory.services.facts import FactInput, IngestItem, ingest_facts  # noqa: E402
 from memory.services.tenancy import create_domain, get_or_create_repo, get_or_create_role, get_or_create_workspace  # noqa: E402
 

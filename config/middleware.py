@@ -25,7 +25,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.template.loader import render_to_string
 
-from config.safe_json import INT_MAX, INT_MIN, has_bad_characters
+from memory.safe_json import INT_MAX, INT_MIN, has_bad_characters
 
 logger = logging.getLogger("engram.edge")
 RETRY_AFTER_SECONDS = 2

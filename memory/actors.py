@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agents.models import Agent
+    from memory.models import Agent
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,9 @@ class MemoryConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        # Register the tasks services queue by name (memory.services.embedding.schedule_embedding).
+        from memory import tasks  # noqa: F401
+
         # Web processes load the embedding model in the background at start, so the first
         # search does not pay the ~5 s torch import.
         if os.environ.get("ENGRAM_PRELOAD_MODEL") == "1":

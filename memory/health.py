@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from celery import current_app
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
@@ -22,9 +23,8 @@ def check_health() -> dict[str, Any]:
         report["database"] = {"ok": False, "error": exc.__class__.__name__}
     if settings.CELERY_BROKER_URL:
         try:
-            from config.celery import app
-
-            with app.connection_for_write() as conn:
+            # The project's Celery app (config.celery), reached without importing config from here.
+            with current_app.connection_for_write() as conn:
                 conn.ensure_connection(max_retries=1, timeout=2)
             report["broker"] = {"ok": True, "mode": "redis"}
         except Exception as exc:

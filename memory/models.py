@@ -6,6 +6,9 @@ memory.querysets, whose `visible_to(agent)` is the one place grants and workspac
 
 from __future__ import annotations
 
+import hashlib
+import secrets
+
 from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
@@ -15,6 +18,9 @@ from django.db.models import Q
 from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
+from memory.choices import FactStatus as FactStatus
+from memory.choices import GrantLevel as GrantLevel
+from memory.choices import PromotionStatus as PromotionStatus
 from memory.querysets import (
     CandidateQuerySet,
     FactQuerySet,
@@ -128,12 +134,6 @@ class MemoryDomain(models.Model):
         return f"repo:{self.repo.slug}/{self.name}" if self.repo is not None else self.name
 
 
-class GrantLevel(models.TextChoices):
-    NONE = "none", "none"
-    READ = "read", "read"
-    WRITE = "write", "write"
-
-
 class AccessGrant(models.Model):
     """(role, domain) → level. No row means read (SPEC §2: reads fail open on purpose)."""
 
@@ -176,13 +176,6 @@ VERACITY_WEIGHT: dict[str, float] = {
     Veracity.IMPORTED: 0.6,
     Veracity.TOOL_GENERATED: 0.5,
 }
-
-
-class FactStatus(models.TextChoices):
-    ACTIVE = "active"
-    CHALLENGED = "challenged"
-    DEPRECATED = "deprecated"
-    ARCHIVED = "archived"
 
 
 class ValidatedBy(models.TextChoices):
@@ -264,7 +257,7 @@ class Fact(models.Model):
     source_layer = models.CharField(max_length=40, blank=True)
     rationale = models.TextField(blank=True)
     created_by_agent = models.ForeignKey(
-        "agents.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="facts"
+        "memory.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="facts"
     )
     created_by_user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="engram_facts"
@@ -322,11 +315,6 @@ class Fact(models.Model):
         """Not replaced and not retired: conflict detection compares against live facts."""
         return self.superseded_by_id is None and self.status in (FactStatus.ACTIVE, FactStatus.CHALLENGED)
 
-    @property
-    def is_recallable(self) -> bool:
-        expired = self.valid_until is not None and self.valid_until <= timezone.now()
-        return self.superseded_by_id is None and self.status == FactStatus.ACTIVE and not expired
-
 
 # --- Policies, conflicts, agents' private memory (SPEC §4) ---------------------------------
 class Policy(models.Model):
@@ -343,7 +331,7 @@ class Policy(models.Model):
     supersede_reason = models.CharField(max_length=500, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     created_by_agent = models.ForeignKey(
-        "agents.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "memory.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_by_user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -469,7 +457,7 @@ class Conflict(models.Model):
 
 class Observation(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="observations")
-    agent = models.ForeignKey("agents.Agent", on_delete=models.CASCADE, related_name="observations")
+    agent = models.ForeignKey("memory.Agent", on_delete=models.CASCADE, related_name="observations")
     text = models.TextField()
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -484,7 +472,7 @@ class Observation(models.Model):
 class WorkingMemory(models.Model):
     """One private scratchpad per agent, injected verbatim into its dispatches."""
 
-    agent = models.OneToOneField("agents.Agent", on_delete=models.CASCADE, related_name="working_memory")
+    agent = models.OneToOneField("memory.Agent", on_delete=models.CASCADE, related_name="working_memory")
     notes = models.TextField(blank=True)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -499,7 +487,7 @@ class HotMemory(models.Model):
     """Session-scoped entries (`remember`) waiting for consolidation."""
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="hot_memories")
-    agent = models.ForeignKey("agents.Agent", on_delete=models.CASCADE, related_name="hot_memories")
+    agent = models.ForeignKey("memory.Agent", on_delete=models.CASCADE, related_name="hot_memories")
     session_id = models.CharField(max_length=200)
     content = models.TextField()
     domain = models.ForeignKey(MemoryDomain, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
@@ -521,7 +509,7 @@ class HotMemory(models.Model):
 # --- Episodes: the knowledge graph's edges (SPEC §4) -----------------------------------------
 class Episode(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="episodes")
-    agent = models.ForeignKey("agents.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="episodes")
+    agent = models.ForeignKey("memory.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="episodes")
     kind = models.CharField(max_length=30, help_text="dispatch, search, session, meeting, run, review, import…")
     title = models.CharField(max_length=300, blank=True)
     started_at = models.DateTimeField(default=timezone.now)
@@ -567,7 +555,7 @@ class FactMention(models.Model):
     text = models.TextField()
     veracity = models.CharField(max_length=20, choices=Veracity.choices)
     via = models.CharField(max_length=10, choices=Via.choices, default=Via.PROPOSAL)
-    agent = models.ForeignKey("agents.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    agent = models.ForeignKey("memory.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -604,7 +592,7 @@ class AuditEvent(models.Model):
     workspace = models.ForeignKey(
         Workspace, null=True, blank=True, on_delete=models.CASCADE, related_name="audit_events"
     )
-    actor_agent = models.ForeignKey("agents.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    actor_agent = models.ForeignKey("memory.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     actor_user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -638,15 +626,6 @@ class FailureClass(models.TextChoices):
     HARNESS_BLOCKER = "harness_blocker"
 
 
-class PromotionStatus(models.TextChoices):
-    CANDIDATE = "candidate", "candidate (open)"
-    HELD = "held", "held (scope or anti-scope missing)"
-    BLOCKED = "blocked", "blocked"
-    HARNESS_FIX = "harness_fix", "routed to harness fixes"
-    ACTIVE = "active", "promoted"
-    DENIED = "denied", "denied"
-
-
 class Candidate(models.Model):
     """A memory candidate (`awtl.memory_candidate.v2`): a rule proposed from a failure, waiting
     for replay evidence or a person's approval before a promotion decision may make it a fact."""
@@ -655,7 +634,7 @@ class Candidate(models.Model):
     domain = models.ForeignKey(MemoryDomain, on_delete=models.PROTECT, related_name="candidates")
     topic = models.CharField(max_length=200)
     submitted_by_agent = models.ForeignKey(
-        "agents.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="candidates"
+        "memory.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="candidates"
     )
     submitted_by_label = models.CharField(max_length=200, blank=True)
 
@@ -739,7 +718,7 @@ class Replay(models.Model):
     passed = models.BooleanField()
     details = models.TextField(blank=True)
     recorded_by_agent = models.ForeignKey(
-        "agents.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "memory.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     recorded_by_user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -769,7 +748,7 @@ class PromotionDecision(models.Model):
     candidate = models.ForeignKey(Candidate, on_delete=models.CASCADE, related_name="decisions")
     decision = models.CharField(max_length=10, choices=Kind.choices)
     decided_by_agent = models.ForeignKey(
-        "agents.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "memory.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     decided_by_user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -837,7 +816,7 @@ class Job(models.Model):
     report = models.JSONField(null=True, blank=True)
     error = models.CharField(max_length=500, blank=True)
     requested_by_agent = models.ForeignKey(
-        "agents.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "memory.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -864,3 +843,181 @@ class Job(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.finished_at is not None
+
+
+# --- Agent identities (issue 17: identity lives with tenancy, below review and the agent surface) ---
+# A key is shown once at creation; only its SHA-256 is stored. Keys carry 256 bits of randomness,
+# so a fast hash is enough (no password stretching needed) and lets authentication be a single
+# indexed lookup. The tables keep the names the agents app gave them.
+KEY_PREFIX = "engram_"
+
+
+def generate_key() -> str:
+    return KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+class AgentQuerySet(models.QuerySet):
+    def active(self) -> AgentQuerySet:
+        return self.filter(revoked_at__isnull=True)
+
+
+class Agent(models.Model):
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="agents")
+    role = models.ForeignKey(Role, on_delete=models.PROTECT, related_name="agents")
+    name = models.SlugField(max_length=100)
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    key_hint = models.CharField(
+        max_length=16, editable=False, help_text="First characters of the key, to tell keys apart."
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    relays_human_words = models.BooleanField(
+        default=False,
+        help_text="Relays people's own words (e.g. a chat front end): may propose human_stated facts. "
+        "Only a workspace admin sets it; every change is audited.",
+    )
+    is_verifier = models.BooleanField(
+        default=False,
+        help_text="Independent verifier: its replays count for the evidence gate of candidates it did not "
+        "submit. Only a workspace admin sets it; every change is audited.",
+    )
+
+    objects = AgentQuerySet.as_manager()
+
+    class Meta:
+        db_table = "agents_agent"  # created by the agents app; moved here state-only (issue 17)
+        ordering = ["workspace", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "name"], name="agent_unique_per_workspace"),
+            models.CheckConstraint(condition=Q(key_hash__regex=r"^[0-9a-f]{64}$"), name="agent_key_is_sha256"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.role.name})"
+
+    # DRF treats request.user as a principal; an agent is always an authenticated one.
+    is_authenticated = True
+    is_anonymous = False
+
+    @property
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None
+
+
+# --- Proactive memory agent runs (SPEC §9) ------------------------------------------------------
+class RunStatus(models.TextChoices):
+    RUNNING = "running", "running"
+    FINISHED = "finished", "finished"
+
+
+class BankKind(models.TextChoices):
+    STATUS = "status", "status"
+    KNOWLEDGE = "knowledge", "knowledge"
+    PROCEDURAL = "procedural", "procedural"
+
+
+STATUS_ITEM_ID = "status"
+
+
+class MemoryRunQuerySet(models.QuerySet):
+    def of_agent(self, agent: Agent) -> MemoryRunQuerySet:
+        """Runs of this agent only: a run is private to the agent that opened it, even inside its workspace."""
+        return self.filter(agent_id=agent.pk)
+
+    def for_user(self, user: object) -> MemoryRunQuerySet:
+        """Runs of the workspaces a person may see (all for superusers, none for anonymous)."""
+        return self.filter(workspace__in=Workspace.objects.for_user(user))  # type: ignore[arg-type]
+
+
+class MemoryRun(models.Model):
+    """One long task an action agent performs with a memory agent beside it; it owns a memory bank."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memory_runs")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="memory_runs")
+    task = models.TextField()
+    status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.RUNNING)
+    episode = models.ForeignKey(Episode, null=True, blank=True, on_delete=models.SET_NULL, related_name="memory_runs")
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = MemoryRunQuerySet.as_manager()
+
+    class Meta:
+        db_table = "agents_memoryrun"  # created by the agents app; moved here state-only (issue 17)
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["agent", "-created_at"], name="memoryrun_agent_recent")]
+        constraints = [
+            models.CheckConstraint(
+                condition=(Q(status="running") & Q(finished_at__isnull=True))
+                | (Q(status="finished") & Q(finished_at__isnull=False)),
+                name="memoryrun_finished_at_iff_finished",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"run #{self.pk} of {self.agent_id}: {self.task[:60]}"
+
+    @property
+    def is_running(self) -> bool:
+        return self.status == RunStatus.RUNNING
+
+
+class BankItem(models.Model):
+    """One entry of a run's memory bank: the status line, a knowledge item or a procedural item."""
+
+    run = models.ForeignKey(MemoryRun, on_delete=models.CASCADE, related_name="bank_items")
+    kind = models.CharField(max_length=10, choices=BankKind.choices)
+    item_id = models.CharField(max_length=100, help_text="The memory agent's own id for the item.")
+    content = models.TextField(blank=True)
+    tags = models.JSONField(default=list, blank=True, help_text="Knowledge items: labels.")
+    outcome = models.CharField(max_length=200, blank=True, help_text="Procedural items: failed, worked, …")
+    candidate = models.ForeignKey(
+        Candidate,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="bank_items",
+        help_text="The promotion candidate this item was offered as when the run finished.",
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "agents_bankitem"  # created by the agents app; moved here state-only (issue 17)
+        ordering = ["run", "kind", "created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "kind", "item_id"], name="bankitem_unique_id_per_run_and_kind"),
+            models.UniqueConstraint(
+                fields=["run"], condition=Q(kind="status"), name="bankitem_one_status_item_per_run"
+            ),
+            models.CheckConstraint(
+                condition=~Q(kind="status") | Q(item_id=STATUS_ITEM_ID), name="bankitem_status_item_id_is_status"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.item_id}"
+
+
+class Intervention(models.Model):
+    """One decision of the memory agent: a reminder for the next step, or selective silence (null)."""
+
+    run = models.ForeignKey(MemoryRun, on_delete=models.CASCADE, related_name="interventions")
+    step = models.PositiveIntegerField()
+    reminder = models.TextField(null=True, blank=True, help_text="Null: the memory agent stayed silent.")
+    rationale = models.TextField(blank=True, help_text="Why it spoke or stayed silent (optional).")
+    window = models.JSONField(default=list, blank=True, help_text="The steps it reviewed (at most the last 8).")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "agents_intervention"  # created by the agents app; moved here state-only (issue 17)
+        ordering = ["run", "step", "created_at", "id"]
+        indexes = [models.Index(fields=["run", "step"], name="intervention_run_step")]
+
+    def __str__(self) -> str:
+        return f"step {self.step}: {'silent' if self.reminder is None else 'reminder'}"

@@ -5,22 +5,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from django.apps import apps
 from django.db import models
 from django.db.models import Exists, OuterRef, Q
 from django.db.models.functions import Now
 
+from memory.choices import FactStatus, GrantLevel, PromotionStatus
+
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
-    from agents.models import Agent
+    from memory.models import Agent
 
 
 def _none_grant_for(agent: Agent, domain_ref: str) -> Exists:
-    from memory.models import AccessGrant, GrantLevel
-
-    return Exists(
-        AccessGrant.objects.filter(role_id=agent.role_id, domain_id=OuterRef(domain_ref), level=GrantLevel.NONE)
-    )
+    # memory.models imports this module for its managers: look the model up in the registry
+    # instead of importing it back.
+    grants = apps.get_model("memory", "AccessGrant")
+    return Exists(grants.objects.filter(role_id=agent.role_id, domain_id=OuterRef(domain_ref), level=GrantLevel.NONE))
 
 
 class WorkspaceQuerySet(models.QuerySet):
@@ -49,12 +51,12 @@ class FactQuerySet(models.QuerySet):
 
     def live(self) -> FactQuerySet:
         """Not superseded and not retired (active or challenged): what conflicts compare against."""
-        return self.filter(superseded_by__isnull=True, status__in=["active", "challenged"])
+        return self.filter(superseded_by__isnull=True, status__in=[FactStatus.ACTIVE, FactStatus.CHALLENGED])
 
     def recallable(self, now: Any = None) -> FactQuerySet:
         """What agents may be shown: live, active, and not past valid_until (the database's
         clock unless `now` is given, so the SQL of a scope is the same from call to call)."""
-        return self.filter(superseded_by__isnull=True, status="active").filter(
+        return self.filter(superseded_by__isnull=True, status=FactStatus.ACTIVE).filter(
             Q(valid_until__isnull=True) | Q(valid_until__gt=now or Now())
         )
 
@@ -78,4 +80,4 @@ class CandidateQuerySet(models.QuerySet):
 
     def open(self) -> CandidateQuerySet:
         """Not decided yet (neither promoted nor denied)."""
-        return self.exclude(promotion_status__in=["active", "denied"])
+        return self.exclude(promotion_status__in=[PromotionStatus.ACTIVE, PromotionStatus.DENIED])

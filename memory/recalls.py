@@ -22,7 +22,7 @@ from django.utils import timezone
 from memory.models import Episode, EpisodeFact
 
 if TYPE_CHECKING:
-    from agents.models import Agent
+    from memory.models import Agent
 
 logger = logging.getLogger("engram.recalls")
 FLUSH_SECONDS = 1.0
@@ -79,7 +79,7 @@ class RecallBuffer:
                 params: list[Any] = [timezone.now()] + [x for item in sorted(counts.items()) for x in item]
                 with connection.cursor() as cursor:
                     cursor.execute(
-                        f"UPDATE memory_fact AS f SET recall_count = f.recall_count + v.n, last_recalled_at = %s "
+                        f"UPDATE memory_fact AS f SET recall_count = f.recall_count + v.n, last_recalled_at = %s "  # noqa: S608 -- only %s placeholders are interpolated; ids and counts are bound params
                         f"FROM (VALUES {values}) AS v(id, n) WHERE f.id = v.id",
                         params,
                     )
@@ -107,7 +107,3 @@ def open_episode(*, agent: Agent, kind: str, title: str) -> int:
 
 def record_recall(episode_id: int | None, fact_ids: Iterable[int]) -> None:
     buffer.add(episode_id, fact_ids)
-
-
-def flush_recalls() -> int:
-    return buffer.flush()

@@ -12,7 +12,7 @@ from memory.models import Conflict, Fact, FactMention, MemoryDomain, Policy
 from memory.services.tenancy import parse_domain_label, unknown_domain
 
 if TYPE_CHECKING:
-    from agents.models import Agent
+    from memory.models import Agent
 
 HISTORY_LIMIT = 200
 MENTIONS_LIMIT = 50

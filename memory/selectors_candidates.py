@@ -13,7 +13,7 @@ from memory.models import Candidate, PromotionDecision, Replay
 from memory.selectors import domain_for_agent
 
 if TYPE_CHECKING:
-    from agents.models import Agent
+    from memory.models import Agent
 
 
 def _with_gate_inputs(qs: QuerySet[Candidate]) -> QuerySet[Candidate]:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from memory.models import Observation, WorkingMemory
 
 if TYPE_CHECKING:
-    from agents.models import Agent
+    from memory.models import Agent
 
 RECENT_OBSERVATIONS = 20
 

@@ -12,7 +12,7 @@ from memory.models import Fact, Policy
 from memory.selectors import policies_for_agent
 
 if TYPE_CHECKING:
-    from agents.models import Agent
+    from memory.models import Agent
 
 
 def policy_list_for_agent(agent: Agent, *, active: bool | None = None) -> QuerySet[Policy]:

@@ -9,9 +9,10 @@ from celery import shared_task
 from memory.services import embedding as embedding_services
 
 
-@shared_task(bind=True, acks_late=True, max_retries=5, default_retry_delay=5)
-def embed_fact(self, fact_id: int) -> bool:  # type: ignore[no-untyped-def]
-    """Embed one fact if it still lacks a vector. Safe to run twice."""
+@shared_task(acks_late=True)
+def embed_fact(fact_id: int) -> bool:
+    """Embed one fact if it still lacks a vector. Safe to run twice. Not retried: a fact left
+    without a vector is backfilled by embed_missing (or `manage.py reindex_embeddings`)."""
     return embedding_services.embed_fact(fact_id=fact_id)
 
 
@@ -26,7 +27,7 @@ def consolidate_memory(agent_id: int, session_id: str | None = None, job_id: int
     """Consolidate an agent's hot-tier entries; returns the report (counts, and `refused`)."""
     from dataclasses import asdict
 
-    from agents.models import Agent
+    from memory.models import Agent
     from memory.services.hot import consolidate
     from memory.services.jobs import run_job
 
@@ -39,8 +40,7 @@ def harmonize_memory(agent_id: int, domain_id: int | None = None, job_id: int | 
     """Harmonise diverging facts visible to an agent; returns the report."""
     from dataclasses import asdict
 
-    from agents.models import Agent
-    from memory.models import MemoryDomain
+    from memory.models import Agent, MemoryDomain
     from memory.services.hot import harmonize
     from memory.services.jobs import run_job
 

@@ -15,6 +15,7 @@ from django.http import Http404
 
 from memory import access
 from memory.models import MemoryDomain, Workspace
+from review.models import DEFAULT_LAYER_MAPPING, LayerMapping, RememberReview
 
 
 def workspace_for(user: Any, slug: str) -> Workspace:
@@ -41,19 +42,15 @@ def reviewable_domain_ids(user: Any, workspace_ids: list[int] | None = None) -> 
 
 # --- Remember reviews: layer → domain ------------------------------------------------------------
 def _layer_targets(workspace_id: int) -> dict[str, tuple[str, bool]]:
-    from review.models import DEFAULT_LAYER_MAPPING, LayerMapping
-
     targets = {str(layer): value for layer, value in DEFAULT_LAYER_MAPPING.items()}
     for row in LayerMapping.objects.filter(workspace_id=workspace_id):
         targets[row.layer] = (row.domain_name, row.per_repo)
     return targets
 
 
-def reviews_for(user: Any, queryset: QuerySet | None = None) -> QuerySet:
+def reviews_for(user: Any, queryset: QuerySet[RememberReview] | None = None) -> QuerySet[RememberReview]:
     """Remember reviews a person sees: all of the workspaces they administer, and those with at
     least one item landing in a domain they may decide (none for non-members)."""
-    from review.models import RememberReview
-
     qs = RememberReview.objects.all() if queryset is None else queryset
     if access.workspaces(user, "administer").query.is_empty():  # anonymous or inactive
         return qs.none()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from agents.models import Agent
+from memory.models import Agent
 from review.models import RememberReview
 from review.services import submit_review
 

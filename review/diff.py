@@ -122,10 +122,6 @@ def _by_sentence(a: Sequence[str], b: Sequence[str], add: Callable[[OpKind, Sequ
             add("insert", new)
 
 
-def is_changed(old: str, new: str) -> bool:
-    return old != new
-
-
 def _render(ops: list[DiffOp], show: set[str]) -> SafeString:
     parts: list[str] = []
     for op in ops:

@@ -45,13 +45,6 @@ class RememberReviewQuerySet(models.QuerySet):
     def pending(self) -> RememberReviewQuerySet:
         return self.filter(status=ReviewStatus.PENDING)
 
-    def for_user(self, user: Any) -> RememberReviewQuerySet:
-        """Reviews a person may see: the one rule for people (memory.access) through the layer →
-        domain mapping — see review.access.reviews_for."""
-        from review.access import reviews_for
-
-        return reviews_for(user, self)  # type: ignore[return-value]  # a filter of self
-
     def for_agent(self, agent: Any) -> RememberReviewQuerySet:
         """The agent's own reviews: they carry its session's files, so another agent (of this
         workspace or another) is answered as if the review did not exist."""
@@ -61,7 +54,7 @@ class RememberReviewQuerySet(models.QuerySet):
 class RememberReview(models.Model):
     workspace = models.ForeignKey("memory.Workspace", on_delete=models.CASCADE, related_name="remember_reviews")
     agent = models.ForeignKey(
-        "agents.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="remember_reviews"
+        "memory.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="remember_reviews"
     )
     repo = models.ForeignKey(
         "memory.Repo", null=True, blank=True, on_delete=models.SET_NULL, related_name="remember_reviews"

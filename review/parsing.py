@@ -16,8 +16,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from config.safe_json import MAX_DEPTH as MAX_JSON_DEPTH
-from config.safe_json import nesting_depth
+from memory.safe_json import MAX_DEPTH as MAX_JSON_DEPTH
+from memory.safe_json import nesting_depth
 from review.models import ItemSource, RememberLayer
 
 MAX_ITEMS = 10

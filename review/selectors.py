@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING, Any
 from django.db.models import Count, QuerySet
 
 from memory.models import Fact
+from review.access import reviews_for
 from review.errors import ReviewNotFound
 from review.models import LAYER_GUIDE, RememberLayer, RememberReview, ReviewItem
 
 if TYPE_CHECKING:
-    from agents.models import Agent
+    from memory.models import Agent
 
 MAX_WAIT_SECONDS = 30
 POLL_INTERVAL_SECONDS = 0.5
@@ -75,7 +76,7 @@ def _withhold_hidden(agent: Agent, review: RememberReview) -> None:
 
 def review_for_user(user: Any, review_id: int) -> RememberReview:
     """A review the person may see (member of its workspace, or superuser); else not found."""
-    review = _with_relations(RememberReview.objects.for_user(user)).filter(pk=review_id).first()
+    review = _with_relations(reviews_for(user, RememberReview.objects.all())).filter(pk=review_id).first()
     if review is None:
         raise ReviewNotFound(review_id)
     return review
@@ -125,7 +126,7 @@ def items_by_layer(review: RememberReview) -> list[LayerGroup]:
 def pending_reviews_for_user(user: Any, *, limit: int = 50) -> QuerySet[RememberReview]:
     """Pending remember reviews of the person's workspaces, oldest first (longest waiting)."""
     return (
-        _with_relations(RememberReview.objects.for_user(user).pending())
+        _with_relations(reviews_for(user, RememberReview.objects.pending()))
         .annotate(item_count=Count("items"))
         .order_by("created_at", "pk")[:limit]
     )

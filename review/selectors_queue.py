@@ -11,7 +11,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from memory.models import Candidate, Conflict, Fact, FactStatus, Workspace
-from review.access import reviewable_domain_ids
+from review.access import reviewable_domain_ids, reviews_for
 from review.models import RememberReview
 
 KINDS = {
@@ -56,7 +56,7 @@ def queue(user: Any, params: dict[str, str], *, limit: int = 200) -> tuple[list[
     entries: list[QueueEntry] = []
     if "remember" in kinds and not params.get("domain"):
         reviews = (
-            RememberReview.objects.for_user(user)
+            reviews_for(user, RememberReview.objects.all())
             .filter(status="pending", workspace__in=workspaces)
             .select_related("workspace", "agent", "repo")
         )

@@ -27,15 +27,15 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from agents.models import Agent
 from memory.actors import Actor
 from memory.audit import record_event
 from memory.embeddings import embed_texts, fact_text
-from memory.errors import InsufficientPermission, InvalidInput
-from memory.models import MemoryDomain, MemoryType, Repo, ValidatedBy, Veracity, Workspace
-from memory.services.facts import FactInput, create_episode, embed_live_without_vectors, propose_fact
+from memory.errors import InsufficientPermission, InvalidInput, StateConflict
+from memory.models import Agent, MemoryDomain, MemoryType, Repo, ValidatedBy, Veracity, Workspace
+from memory.services.conflicts import lock_topics
+from memory.services.facts import FactInput, create_episode, embed_live_without_vectors, propose_fact_locked
 from memory.services.tenancy import create_domain
-from review.access import undecidable_layers
+from review.access import reviews_for, undecidable_layers
 from review.errors import ReviewAlreadyConsumed, ReviewAlreadyResolved, ReviewNotFound, ReviewStillPending
 from review.models import (
     DEFAULT_LAYER_MAPPING,
@@ -78,7 +78,7 @@ def check_access(review: RememberReview, by: Actor) -> None:
     if user is None or getattr(user, "is_superuser", False):
         return
     # The one rule for people (memory.access via review.access.reviews_for).
-    if not RememberReview.objects.for_user(user).filter(pk=review.pk).exists():
+    if not reviews_for(user, RememberReview.objects.filter(pk=review.pk)).exists():
         raise ReviewNotFound(review.pk)
 
 
@@ -403,48 +403,74 @@ def _reviewer_label(by: Actor) -> str:
     return f"Reviewer {by.user.get_username()}" if by.user is not None else "A reviewer"
 
 
+# An edit landing between the embedding and the lock sends approval back to embed again; a review
+# edited faster than this many rounds is refused (409) rather than embedded under the lock.
+PLAN_ATTEMPTS = 3
+
+
+class _StalePlan(Exception):
+    """Under the lock, a text to store is not the one embedded before the transaction."""
+
+
 def approve_review(*, review: RememberReview, by: Actor, reviewer_note: str | None = None) -> RememberReview:
     """Store each selected item as a fact, in one transaction, and resolve the review.
 
     Raises ReviewAlreadyResolved (409) when someone else resolved it first — with two reviewers
     approving at once, exactly one wins; the loser changes nothing."""
     check_access(review, by)
-    current = RememberReview.objects.select_related("repo", "workspace").get(pk=review.pk)
-    if not current.is_pending:
-        raise ReviewAlreadyResolved(current.pk, current.status)
-    check_layers(current, by, {i.layer for i in current.items.all() if i.selected})
-    planned = _prepare_vectors(current, by)
-    return _approve_locked(review=current, by=by, planned=planned, reviewer_note=reviewer_note)
+    for _ in range(PLAN_ATTEMPTS):
+        current = RememberReview.objects.select_related("repo", "workspace").get(pk=review.pk)
+        if not current.is_pending:
+            raise ReviewAlreadyResolved(current.pk, current.status)
+        check_layers(current, by, {i.layer for i in current.items.all() if i.selected})
+        planned = _prepare_vectors(current, by)
+        try:
+            return _approve_locked(review=current, by=by, planned=planned, reviewer_note=reviewer_note)
+        except _StalePlan:
+            continue
+    raise StateConflict("The review kept changing while it was being approved; try again.", code="review_changed")
 
 
 @transaction.atomic
 def _approve_locked(
     *, review: RememberReview, by: Actor, planned: dict[int, _Planned], reviewer_note: str | None
 ) -> RememberReview:
+    """Under the review's lock, with every text's vector computed before: raises _StalePlan (and
+    writes nothing) when an item changed since, so no model inference runs here."""
     review = _lock_pending(review)
     if reviewer_note is not None:
         review.reviewer_note = _normalise_newlines(reviewer_note).strip()[:REVIEWER_NOTE_MAX]
     items = list(ReviewItem.objects.select_for_update().filter(review=review).order_by("order"))
+    bodies = {item.pk: item_body(item) for item in items if item.selected}
+    if any(body and (item_id not in planned or planned[item_id].text != body) for item_id, body in bodies.items()):
+        raise _StalePlan
     now = timezone.now()
     stored: list[dict[str, Any]] = []
     skipped: list[str] = []
     episode = None
+    domains: dict[int, MemoryDomain] = {}
+    if any(bodies.values()):
+        episode = create_episode(
+            workspace_id=review.workspace_id, by=by, kind="review", title=f"Remember review #{review.pk}"
+        )
+        for item in items:
+            if bodies.get(item.pk):
+                domain = _domain_for(review, item.layer, by, create=True)
+                assert domain is not None
+                domains[item.pk] = domain
+        # Every topic this approval writes, locked up front in one order (see lock_topics).
+        lock_topics((domains[item.pk].pk, _topic(item)) for item in items if item.pk in domains)
     for item in items:
         if not item.selected:
             continue
-        body = item_body(item)
+        body = bodies[item.pk]
         if not body:
             skipped.append(item.path)
             continue
-        if episode is None:
-            episode = create_episode(
-                workspace_id=review.workspace_id, by=by, kind="review", title=f"Remember review #{review.pk}"
-            )
-        domain = _domain_for(review, item.layer, by, create=True)
-        assert domain is not None
-        plan = planned.get(item.pk)
+        assert episode is not None
+        domain = domains[item.pk]
         edited = item.note_edited
-        result = propose_fact(
+        result = propose_fact_locked(
             domain=domain,
             data=FactInput(
                 topic=_topic(item),
@@ -464,8 +490,7 @@ def _approve_locked(
                 },
             ),
             by=by,
-            # The text can only differ from the planned one if an edit slipped in between.
-            embedding=plan.vector if plan is not None and plan.text == body else None,
+            vector=planned[item.pk].vector,
         )
         item.stored_fact = result.fact
         item.save(update_fields=["stored_fact"])

@@ -24,6 +24,7 @@ from memory.services.policies import activate_policy, deactivate_policy, set_pol
 from memory.services.tenancy import set_grant
 from review import selectors_pages as pages
 from review.access import is_workspace_admin, reviewable_domains, workspace_for
+from review.forms import GrantForm
 
 
 def _template(request: HttpRequest, name: str, partial: str) -> str:
@@ -57,13 +58,17 @@ def grant_set(request: HttpRequest, slug: str) -> HttpResponse:
     workspace = workspace_for(request.user, slug)
     if not is_workspace_admin(request.user, workspace):
         return HttpResponseForbidden("Only workspace admins change grants.")
+    form = GrantForm(request.POST)
+    if not form.is_valid():  # the message may echo the input: escaped
+        return HttpResponse(format_html("Could not change the grant: {}", form.error_text()), status=400)
     try:
-        cell = pages.grant_cell(workspace, int(request.POST["role"]), int(request.POST["domain"]))
-        set_grant(role=cell.role, domain=cell.domain, level=request.POST["level"], by=Actor.of_user(request.user))
-    except (KeyError, ValueError, EngramError) as exc:
-        return HttpResponse(format_html("Could not change the grant: {}", exc), status=400)  # exc may echo input
+        cell = pages.grant_cell(workspace, form.cleaned_data["role"], form.cleaned_data["domain"])
     except (pages.Role.DoesNotExist, pages.MemoryDomain.DoesNotExist):
         raise Http404("No such role or domain.") from None
+    try:
+        set_grant(role=cell.role, domain=cell.domain, level=form.cleaned_data["level"], by=Actor.of_user(request.user))
+    except EngramError as exc:
+        return HttpResponse(format_html("Could not change the grant: {}", exc.detail), status=400)
     cell = pages.grant_cell(workspace, cell.role.pk, cell.domain.pk)
     response = render(
         request,

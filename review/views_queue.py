@@ -10,11 +10,13 @@ from django.views.decorators.http import require_POST
 
 from memory.actors import Actor
 from memory.errors import EngramError
-from memory.models import Workspace
+from memory.models import PromotionDecision, Workspace
 from memory.services import promotion
-from memory.services.conflicts import decide_conflict, review_conflict
+from memory.services.conflict_reviews import review_conflict
+from memory.services.conflicts import decide_conflict
 from memory.services.lifecycle import deprecate_fact, revalidate_fact
 from review.diff import render_inline, render_side_by_side
+from review.forms import QueueDecisionForm
 from review.selectors_queue import KINDS, decided_possible_conflict, entry_for, live_rivals, queue
 
 # The buttons of a possible conflict: the resolution, and which fact wins a contradiction.
@@ -95,29 +97,31 @@ def queue_decide(request: HttpRequest, kind: str, pk: str) -> HttpResponse:
         return response
     if entry is None:
         raise Http404("Not in your queue (decided meanwhile, or not yours to decide).")
+    form = QueueDecisionForm(request.POST, kind=kind)
+    if not form.is_valid():
+        return HttpResponse("Unknown action for this item.", status=400)
     by = Actor.of_user(request.user)
-    action, reason = request.POST.get("action", ""), request.POST.get("reason", "").strip()
+    action, reason = form.cleaned_data["action"], form.cleaned_data["reason"]
     message = ""
     try:
-        if kind == "candidate" and action in {"approve", "edit_approve"}:
-            if action == "edit_approve":
-                promotion.revise_candidate(candidate=entry.obj, by=by, proposed_memory=request.POST.get("text", ""))
-            promotion.approve_candidate(candidate=entry.obj, by=by, note=reason)
-            decision = promotion.promote(candidate=entry.obj, by=by, write=True)
-            message = (
-                f"Approved and promoted: fact #{decision.fact_id}."
-                if decision.fact_id
-                else "Approved; promotion still waits on: " + ", ".join(promotion.failing(decision.scorecard))
+        if kind == "candidate":
+            decision = promotion.decide_candidate(
+                candidate=entry.obj,
+                by=by,
+                action=action,
+                reason=reason,
+                edited_text=form.cleaned_data["text"] if action == "edit_approve" else None,
             )
-        elif kind == "candidate" and action == "deny":
-            if not reason:
-                raise EngramError("Say why you deny it: the agent learns from the reason.", code="reason_required")
-            promotion.deny(candidate=entry.obj, by=by, reason=reason)
-            message = "Denied."
-        elif kind == "conflict" and action in {"keep", "restore"}:
+            if decision.decision == PromotionDecision.Kind.DENY:
+                message = "Denied."
+            elif decision.fact_id:
+                message = f"Approved and promoted: fact #{decision.fact_id}."
+            else:
+                message = "Approved; promotion still waits on: " + ", ".join(promotion.failing(decision.scorecard))
+        elif kind == "conflict":
             restored = review_conflict(conflict=entry.obj, by=by, restore_loser=action == "restore", reason=reason)
             message = f"Restored as fact #{restored.pk}." if restored else "Decision kept."
-        elif kind == "possible" and action in POSSIBLE_ACTIONS:
+        elif kind == "possible":
             resolution, side = POSSIBLE_ACTIONS[action]
             winner_id = getattr(entry.obj, f"{side}_id") if side else None
             decide_conflict(conflict=entry.obj, by=by, resolution=resolution, winner_id=winner_id, note=reason)
@@ -126,14 +130,12 @@ def queue_decide(request: HttpRequest, kind: str, pk: str) -> HttpResponse:
                 "contradicts": f"Recorded as a contradiction: fact #{winner_id} stands, the other is superseded.",
                 "both_true": "Recorded as both true: both stay, and this pair will not be asked again.",
             }[resolution]
-        elif kind == "challenged" and action == "revalidate":
+        elif action == "revalidate":
             revalidate_fact(fact=entry.obj, by=by, validated_by="human", note=reason)
             message = "Revalidated: the fact is active again."
-        elif kind == "challenged" and action == "deprecate":
+        else:
             deprecate_fact(fact=entry.obj, by=by, reason=reason)
             message = "Deprecated: it leaves recall."
-        else:
-            return HttpResponse("Unknown action for this item.", status=400)
     except EngramError as exc:
         response = render(
             request,

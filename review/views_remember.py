@@ -24,6 +24,7 @@ from review import selectors
 from review import services as review_services
 from review.access import may_decide_layer, undecidable_layers
 from review.errors import ReviewAlreadyResolved, ReviewNotFound
+from review.forms import ReviewerNoteForm, ReviewItemForm
 from review.models import RememberLayer, RememberReview, ReviewItem
 
 TEMPLATE = "review/remember_review.html"
@@ -101,16 +102,10 @@ def _conflict_message(exc: ReviewAlreadyResolved, review: RememberReview) -> str
     )
 
 
-def _item_values(request: HttpRequest, item: ReviewItem) -> dict[str, Any] | None:
-    """The values of one item's form in a POST, or None when the form was not part of it."""
-    prefix = f"item-{item.pk}-"
-    if request.POST.get(prefix + "present") != "1":
-        return None
-    values: dict[str, Any] = {"selected": request.POST.get(prefix + "selected") == "1"}
-    for key in ("layer", "rationale", "content"):
-        if prefix + key in request.POST:
-            values[key] = request.POST[prefix + key]
-    return values
+def _invalid_edit(form: ReviewItemForm) -> InvalidInput:
+    """The refusal update_item would give these fields (same detail, same `fields`)."""
+    fields = {name: list(messages) for name, messages in form.errors.items()}
+    return InvalidInput("The edit has invalid fields; see `fields`.", code="invalid_review_edit", fields=fields)
 
 
 @login_required
@@ -125,10 +120,12 @@ def remember_review(request: HttpRequest, review_id: int) -> HttpResponse:
 def remember_item(request: HttpRequest, review_id: int, item_id: int) -> HttpResponse:
     """Save one item's selection and overrides; answer with its status line (diff included)."""
     item = _item_or_404(request, review_id, item_id)
-    values = _item_values(request, item) or {}
+    form = ReviewItemForm(request.POST, item_id=item.pk)
     errors: dict[str, Any] = {}
     try:
-        item = review_services.update_item(item=item, by=Actor.of_user(request.user), **values)
+        if form.included and not form.is_valid():
+            raise _invalid_edit(form)
+        item = review_services.update_item(item=item, by=Actor.of_user(request.user), **form.changes())
         saved = True
     except ReviewAlreadyResolved as exc:
         return _render_review(request, item.review, status=409, conflict_message=_conflict_message(exc, item.review))
@@ -148,10 +145,10 @@ def remember_item(request: HttpRequest, review_id: int, item_id: int) -> HttpRes
 def remember_note(request: HttpRequest, review_id: int) -> HttpResponse:
     """Save the reviewer's note to the agent as it is typed."""
     review = _review_or_404(request, review_id)
+    form = ReviewerNoteForm(request.POST)
+    note = form.cleaned_data["reviewer_note"] if form.is_valid() else ""
     try:
-        review = review_services.set_reviewer_note(
-            review=review, by=Actor.of_user(request.user), note=request.POST.get("reviewer_note", "")
-        )
+        review = review_services.set_reviewer_note(review=review, by=Actor.of_user(request.user), note=note)
     except ReviewAlreadyResolved as exc:
         return _render_review(request, review, status=409, conflict_message=_conflict_message(exc, review))
     except InvalidInput as exc:
@@ -163,12 +160,15 @@ def _save_included_items(request: HttpRequest, review: RememberReview, by: Actor
     """Apply the item forms sent along with Approve/Reject, so an edit typed a moment before
     the click is not lost to a race with its own autosave."""
     for item in review.items.order_by("order"):
-        values = _item_values(request, item)
-        if values is not None and may_decide_layer(by.user, review, item.layer):
+        form = ReviewItemForm(request.POST, item_id=item.pk)
+        if form.included and may_decide_layer(by.user, review, item.layer):
+            if not form.is_valid():
+                raise _invalid_edit(form)
             item.review = review
-            review_services.update_item(item=item, by=by, **values)
-    if "reviewer_note" in request.POST:
-        review_services.set_reviewer_note(review=review, by=by, note=request.POST["reviewer_note"])
+            review_services.update_item(item=item, by=by, **form.changes())
+    note = ReviewerNoteForm(request.POST)
+    if note.included and note.is_valid():
+        review_services.set_reviewer_note(review=review, by=by, note=note.cleaned_data["reviewer_note"])
 
 
 def _decide(request: HttpRequest, review_id: int, *, approve: bool) -> HttpResponse:

@@ -12,9 +12,9 @@ from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_GET
 
-from agents.selectors_runs import bank_of, run_for_user, timeline_of
 from memory.errors import NotFound
 from memory.models import Candidate
+from memory.selectors_runs import bank_of, run_for_user, timeline_of
 from review.access import reviewable_domain_ids
 
 TEMPLATE = "review/run.html"

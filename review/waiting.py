@@ -27,7 +27,7 @@ from review.models import RememberReview, ReviewStatus
 from review.selectors import MAX_WAIT_SECONDS, POLL_INTERVAL_SECONDS, review_for_agent
 
 if TYPE_CHECKING:
-    from agents.models import Agent
+    from memory.models import Agent
 
 logger = logging.getLogger(__name__)
 

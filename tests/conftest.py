@@ -9,8 +9,7 @@ from dataclasses import dataclass
 import pytest
 from rest_framework.test import APIClient
 
-from agents.models import Agent
-from memory.models import MemoryDomain, Role, Workspace
+from memory.models import Agent, MemoryDomain, Role, Workspace
 from tests.factories import (
     AgentFactory,
     DomainFactory,

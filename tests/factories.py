@@ -7,10 +7,10 @@ from typing import Any
 import factory
 from django.contrib.auth import get_user_model
 
-from agents.models import Agent, generate_key, hash_key
 from memory.models import (
     VERACITY_WEIGHT,
     AccessGrant,
+    Agent,
     Candidate,
     Fact,
     MemoryDomain,
@@ -19,6 +19,8 @@ from memory.models import (
     Role,
     Workspace,
     WorkspaceMembership,
+    generate_key,
+    hash_key,
 )
 
 

@@ -168,7 +168,7 @@ def test_people_access_matrix(persona: str, scene: Scene) -> None:
         ids = {obj.pk for obj in response.context["cl"].result_list}
         sees = everything if model is RememberReview else acme_member
         c.check("admin changelists", sees, row.pk in ids, f"{model.__name__} row")
-    from agents.models import Agent
+    from memory.models import Agent
 
     response = client.get(_cl(Agent))
     names = {a.name for a in response.context["cl"].result_list}

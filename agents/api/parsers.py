@@ -1,4 +1,4 @@
-"""The API's one body parser: strict JSON (config.safe_json) refused with the API's error shape.
+"""The API's one body parser: strict JSON (memory.safe_json) refused with the API's error shape.
 
 A refused body answers 400 with a stable code — `malformed_json`, `json_too_deep`,
 `duplicate_key`, `invalid_characters` (NUL, unpaired surrogates, bytes that are not UTF-8),
@@ -15,7 +15,7 @@ from typing import IO, Any
 from django.conf import settings
 from rest_framework.parsers import JSONParser
 
-from config import safe_json
+from memory import safe_json
 from memory.errors import InvalidInput
 
 

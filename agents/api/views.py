@@ -1,4 +1,6 @@
-"""Agent API views: input serializer → service → output serializer; reads via selectors."""
+"""Agent API views. An endpoint with an MCP tool is parse → `agents.operations` → render, the
+operation the tool calls; the others are input serializer → service → output serializer, and
+reads start from selectors."""
 
 from __future__ import annotations
 
@@ -9,12 +11,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agents import operations
-from agents.api import serializers as s
-from agents.api.inputs import validated
 from agents.api.pagination import BoundedLimitOffsetPagination, page_parameters
-from agents.models import Agent
+from agents.operations import serializers as s
+from agents.operations.inputs import validated
 from memory import selectors
 from memory.actors import Actor
+from memory.models import Agent
 from memory.services import facts as fact_services
 
 ERRORS = {400: s.ErrorSerializer, 401: s.ErrorSerializer, 404: s.ErrorSerializer}

@@ -15,17 +15,16 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agents.api import serializers as s
-from agents.api import serializers_candidates as sc
-from agents.api.inputs import validated
 from agents.api.pagination import BoundedLimitOffsetPagination, page_parameters
-from agents.api.serializers import paginated
 from agents.api.views import agent_of
-from agents.models import Agent
+from agents.operations import serializers as s
+from agents.operations import serializers_candidates as sc
+from agents.operations.inputs import validated
+from agents.operations.serializers import paginated
 from memory import selectors
 from memory.actors import Actor
 from memory.errors import NotFound, StateConflict
-from memory.models import Candidate, Fact, PromotionDecision
+from memory.models import Agent, Candidate, Fact, PromotionDecision
 from memory.selectors_candidates import candidate_for_agent, candidates_for_agent
 from memory.services import promotion
 

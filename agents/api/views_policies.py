@@ -1,6 +1,7 @@
 """Agent API for policies, conflicts and the agent's private notes (SPEC §4).
 
-Writes: input serializer → service → output serializer. Reads start from selectors, i.e. from
+Writes: input serializer → service → output serializer; the endpoints with an MCP tool go
+through `agents.operations`, as the tool does. Reads start from selectors, i.e. from
 `visible_to(agent)`; the grant check on policy writes lives in the service, not here.
 """
 
@@ -13,11 +14,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agents import operations
-from agents.api import serializers as s
-from agents.api.inputs import validated
 from agents.api.pagination import BoundedLimitOffsetPagination, page_parameters
 from agents.api.views import agent_of, answer
-from memory import selectors
+from agents.operations import serializers as s
+from agents.operations.inputs import validated
 from memory.actors import Actor
 from memory.selectors_notes import notes_for
 from memory.selectors_policies import policy_for_agent, policy_list_for_agent
@@ -81,11 +81,15 @@ class ConflictListView(APIView):
     )
     def get(self, request: Request) -> Response:
         """list_memory_conflicts: recorded conflicts outside the agent's `none` domains, newest first."""
-        filters = validated(s.ConflictListQuery, request.query_params)
-        qs = selectors.conflicts_for_agent(agent_of(request), filters)
-        paginator = BoundedLimitOffsetPagination()
-        page = paginator.paginate_queryset(qs, request, view=self)
-        return paginator.get_paginated_response(s.ConflictOut(page, many=True).data)
+        query = request.query_params
+        result = operations.list_conflicts(
+            agent_of(request),
+            query,
+            limit=query.get("limit"),
+            offset=query.get("offset"),
+            url=request.build_absolute_uri(),
+        )
+        return answer(result)
 
 
 class MyNotesView(APIView):

@@ -1,21 +1,22 @@
 """Remember reviews for agent runtimes (SPEC §8): submit, wait for the person, consume.
 
-Input serializer → service → output serializer. A review of another workspace is not found
-(404), like any other row of another workspace.
+Input serializer → service → output serializer; submitting goes through
+`agents.operations.submit_review`, as the MCP tool does. A review of another workspace is not
+found (404), like any other row of another workspace.
 """
 
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agents.api import serializers as s
-from agents.api import serializers_reviews as rs
-from agents.api.inputs import validated
-from agents.api.views import agent_of
+from agents import operations
+from agents.api.views import agent_of, answer
+from agents.operations import serializers as s
+from agents.operations import serializers_reviews as rs
+from agents.operations.inputs import validated
 from memory.actors import Actor
 from review import selectors, waiting
 from review import services as review_services
@@ -37,16 +38,7 @@ class ReviewSubmitView(APIView):
     def post(self, request: Request) -> Response:
         """Submit the remember sub-agent's output for a person's review; answers with the parsed
         items and the page URL to show. 400 `no_review_items` when it nominates no file."""
-        agent = agent_of(request)
-        data = validated(rs.ReviewSubmitIn, request.data)
-        review = review_services.submit_review(
-            agent=agent,
-            session_id=data["session_id"],
-            output=data["output"],
-            files=data["files"],
-            repo=data.get("repo"),
-        )
-        return Response(_out(request, review.pk), status=status.HTTP_201_CREATED)
+        return answer(operations.submit_review(agent_of(request), request.data, request=request))
 
 
 class ReviewDetailView(APIView):

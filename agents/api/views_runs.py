@@ -14,9 +14,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agents import operations as ops
-from agents.api import serializers as s
-from agents.api import serializers_runs as sr
 from agents.api.views import agent_of, answer
+from agents.operations import serializers as s
+from agents.operations import serializers_runs as sr
 
 ERRORS = {400: s.ErrorSerializer, 401: s.ErrorSerializer}
 RUN_ERRORS = {**ERRORS, 404: s.ErrorSerializer}

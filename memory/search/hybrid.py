@@ -27,7 +27,7 @@ from memory.search import voices
 from memory.search.intent import WEIGHTS, classify
 
 if TYPE_CHECKING:
-    from agents.models import Agent
+    from memory.models import Agent
 
 MODES = ("keyword", "semantic", "hybrid")
 VOICES = ("lexical", "semantic", "recency", "graph")

@@ -17,7 +17,7 @@ from memory.selectors_notes import notes_for
 from memory.services.policies import policy_line
 
 if TYPE_CHECKING:
-    from agents.models import Agent
+    from memory.models import Agent
 
 MIN_TASK_CHARS = 20
 MAX_FACTS = 5

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from django.contrib.postgres.search import SearchQuery
 from django.db import connection, transaction
 from django.db.models import QuerySet
 
@@ -21,7 +20,7 @@ from memory import decay
 from memory.models import Fact
 
 if TYPE_CHECKING:
-    from agents.models import Agent
+    from memory.models import Agent
 
 MAX_TERMS = 24
 EF_SEARCH = 200  # the database default (migration 0006); measured in make bench
@@ -107,15 +106,6 @@ def terms(text: str) -> list[str]:
         if lowered not in _FILLER and lowered not in seen:
             seen[lowered] = None
     return list(seen)[:MAX_TERMS]
-
-
-def or_query(words: Sequence[str]) -> SearchQuery | None:
-    """OR semantics over the terms; each term is parsed like the indexed text, so any input is safe."""
-    query: SearchQuery | None = None
-    for word in words:
-        part = SearchQuery(word, config="english", search_type="plain")
-        query = part if query is None else query | part
-    return query
 
 
 # --- Term weights: an IDF from PostgreSQL's own statistics ----------------------------------
@@ -259,12 +249,12 @@ def lexical_sql(
     repo_params: list[Any] = []
     if prefer_repo:
         order = (
-            "(memory_fact.domain_id IN (SELECT d.id FROM memory_memorydomain d JOIN memory_repo r ON r.id = d.repo_id"
+            "(memory_fact.domain_id IN (SELECT d.id FROM memory_memorydomain d JOIN memory_repo r ON r.id = d.repo_id"  # noqa: S608 -- constant SQL; the slug is a bound param
             " WHERE r.slug = %s)) DESC, " + order
         )
         repo_params = [prefer_repo]
     sql = (
-        f"SELECT memory_fact.id, ({idf_sql} + ts_rank(memory_fact.search_vector, {tsquery(weighted)}, 1))"
+        f"SELECT memory_fact.id, ({idf_sql} + ts_rank(memory_fact.search_vector, {tsquery(weighted)}, 1))"  # noqa: S608 -- fragments built in code from %s placeholders; every value is a bound param
         f" * {decay_sql} * memory_fact.confidence AS score"
         f" FROM memory_fact WHERE {where} AND memory_fact.search_vector @@ ({select_sql})"
         f" ORDER BY {order} LIMIT %s"
@@ -331,7 +321,7 @@ def semantic_sql(scope: Scope, vector: Sequence[float], *, limit: int) -> tuple[
     where, params = _scope_where(scope)
     literal = _vector_literal(vector)
     sql = (
-        "SELECT memory_fact.id, 1 - (memory_fact.embedding <=> %s::vector) FROM memory_fact"
+        "SELECT memory_fact.id, 1 - (memory_fact.embedding <=> %s::vector) FROM memory_fact"  # noqa: S608 -- `where` is the compiled scope queryset; values are bound params
         f" WHERE {where} AND memory_fact.embedding IS NOT NULL"
         " ORDER BY memory_fact.embedding <=> %s::vector LIMIT %s"
     )
@@ -360,7 +350,7 @@ def temporal(scope: Scope, pool: Sequence[int], *, limit: int) -> list[tuple[int
     pool_sql, pool_params = (" AND memory_fact.id = ANY(%s)", [list(pool)]) if pool else ("", [])
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT memory_fact.id, extract(epoch FROM memory_fact.last_mentioned_at) FROM memory_fact"
+            "SELECT memory_fact.id, extract(epoch FROM memory_fact.last_mentioned_at) FROM memory_fact"  # noqa: S608 -- `where` is the compiled scope queryset; values are bound params
             f" WHERE {where}{pool_sql} ORDER BY memory_fact.last_mentioned_at DESC, memory_fact.id DESC LIMIT %s",
             [*params, *pool_params, limit],
         )
@@ -380,7 +370,7 @@ def graph(
     where, params = _scope_where(scope)
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT n.fact_id, max(seed.strength) FROM memory_episodefact s"
+            "SELECT n.fact_id, max(seed.strength) FROM memory_episodefact s"  # noqa: S608 -- `where` is the compiled scope queryset; values are bound params
             " JOIN unnest(%s::bigint[], %s::float8[]) AS seed(id, strength) ON s.fact_id = seed.id"
             " JOIN memory_episodefact n ON n.episode_id = s.episode_id AND n.relation = 'written'"
             " JOIN memory_fact ON memory_fact.id = n.fact_id"

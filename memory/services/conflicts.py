@@ -38,7 +38,7 @@ from memory.services.lifecycle import ChallengeReason, challenge_fact
 from memory.similarity import Relation, Verdict, classify, normalise
 
 if TYPE_CHECKING:
-    from agents.models import Agent
+    from memory.models import Agent
 
 # How many of a fact's mention texts are read to recognise a text a person (or a merge) already
 # tied to it; the newest first.
@@ -49,6 +49,14 @@ def lock_topic(domain_id: int, topic: str) -> None:
     """Serialise writers of one domain+topic, even before any row exists to lock."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"fact-topic:{domain_id}:{topic}"])
+
+
+def lock_topics(keys: Iterable[tuple[int, str]]) -> None:
+    """lock_topic for several (domain_id, topic) pairs, in sorted order: two writers touching the
+    same topics in opposite orders then wait for each other instead of deadlocking. Re-taking a
+    held lock later (propose_fact_locked) is harmless: the session holds it already."""
+    for domain_id, topic in sorted(set(keys)):
+        lock_topic(domain_id, topic)
 
 
 def decide_winner(new: Fact, old: Fact) -> tuple[Fact, Fact, str]:
@@ -445,41 +453,3 @@ def decide_conflict(
     )
     record_event(actor=by, verb="conflict.decided", workspace_id=conflict.workspace_id, target=conflict, detail=detail)
     return conflict
-
-
-@transaction.atomic
-def review_conflict(*, conflict: Conflict, by: Actor, restore_loser: bool, reason: str = "") -> Fact | None:
-    """Accept a machine's decision, or restore the loser's text: the current live head of the
-    winner's chain is superseded by it, stated by the person. Either way the conflict is marked
-    reviewed; a second review is refused (StateConflict `conflict_reviewed`)."""
-    # facts imports this module (the write path applies relations here): import it when called.
-    from memory.services.facts import supersede_fact
-
-    if by.user is None:
-        raise InvalidInput("Only a person reviews conflicts.", code="human_review_required")
-    conflict = Conflict.objects.select_for_update(of=("self",)).select_related("winner", "loser").get(pk=conflict.pk)
-    if conflict.reviewed_at is not None:
-        raise StateConflict("This conflict was already reviewed.", code="conflict_reviewed")
-    if conflict.winner is None or conflict.loser is None:
-        raise StateConflict("This conflict has no winner to review; decide it instead.", code="conflict_open")
-    restored = None
-    if restore_loser:
-        head = conflict.winner
-        while head.superseded_by_id is not None:  # the winner may have been replaced since
-            head = Fact.objects.get(pk=head.superseded_by_id)
-        restored = supersede_fact(
-            fact=head,
-            by=by,
-            content=conflict.loser.content,
-            reason=reason or f"restored the human-stated fact {conflict.loser_id} after review",
-        )
-    conflict.reviewed_at, conflict.reviewed_by = timezone.now(), by.user
-    conflict.save(update_fields=["reviewed_at", "reviewed_by"])
-    record_event(
-        actor=by,
-        verb="conflict.reviewed",
-        workspace_id=conflict.workspace_id,
-        target=conflict,
-        detail={"restored": restored.pk if restored else None, "reason": reason},
-    )
-    return restored

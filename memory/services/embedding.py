@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from celery import current_app
 from django.db import transaction
 from django.utils import timezone
 
@@ -52,6 +53,7 @@ def embed_missing(
 
 def schedule_embedding(fact_id: int) -> None:
     """Queue the embedding for after the current transaction commits."""
-    from memory.tasks import embed_fact as embed_fact_task
-
-    transaction.on_commit(lambda: embed_fact_task.delay(fact_id))
+    # By name: memory.tasks wraps these services, so importing it from here would close a cycle.
+    # MemoryConfig.ready registers it; eager mode still runs it inline.
+    task = current_app.tasks["memory.tasks.embed_fact"]
+    transaction.on_commit(lambda: task.delay(fact_id))

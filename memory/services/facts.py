@@ -65,6 +65,15 @@ class Outcome:
     POSSIBLE_CONFLICT = "possible_conflict"
 
 
+PROPOSAL_OUTCOMES = [
+    Outcome.CREATED,
+    Outcome.RE_MENTIONED,
+    Outcome.CONFLICT_WON,
+    Outcome.CONFLICT_LOST,
+    Outcome.POSSIBLE_CONFLICT,
+]
+
+
 @dataclass
 class ProposalResult:
     fact: Fact
@@ -176,13 +185,26 @@ def propose_fact(
     Raises VeracityNotAllowed when `by` may not state the veracity, InvalidInput for bad fields,
     sources or episodes (`unknown_domain` for a domain an agent may not see: a `none` domain reads
     as a missing one); writes nothing then."""
+    _check_proposal(domain=domain, data=data, by=by)
+    vector = embedding if embedding is not None else embed_text(fact_text(data.topic, data.content))
+    embed_live_without_vectors(domain.pk, data.topic)
+    return _propose_locked(domain=domain, data=data, by=by, vector=vector)
+
+
+def propose_fact_locked(*, domain: MemoryDomain, data: FactInput, by: Actor, vector: list[float]) -> ProposalResult:
+    """propose_fact for a service that holds its own transaction (a promotion, a review's
+    approval): the same checks and rules, with the vector computed by the caller before its
+    transaction opened, so no model inference runs under the locks. Live facts still without a
+    vector compare by their normalised text. Raises as propose_fact."""
+    _check_proposal(domain=domain, data=data, by=by)
+    return _propose_locked(domain=domain, data=data, by=by, vector=vector)
+
+
+def _check_proposal(*, domain: MemoryDomain, data: FactInput, by: Actor) -> None:
     if by.agent is not None:
         require_visible_domain(by.agent, domain)
     check_veracity_authority(by, data.veracity, vouched_by_person=data.vouched_by_person)
     validate_fact_input(data)
-    vector = embedding if embedding is not None else embed_text(fact_text(data.topic, data.content))
-    embed_live_without_vectors(domain.pk, data.topic)
-    return _propose_locked(domain=domain, data=data, by=by, vector=vector)
 
 
 @transaction.atomic

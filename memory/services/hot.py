@@ -32,7 +32,7 @@ from memory.services.tenancy import create_domain, require_visible_domain, unkno
 from memory.similarity import Relation, classify
 
 if TYPE_CHECKING:
-    from agents.models import Agent
+    from memory.models import Agent
 
 DEFAULT_DOMAIN = "knowledge"
 DEFAULT_TOPIC = "session-notes"

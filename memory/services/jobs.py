@@ -28,7 +28,7 @@ from django.utils import timezone
 from memory.models import Job
 
 if TYPE_CHECKING:
-    from agents.models import Agent
+    from memory.models import Agent
 
 CLAIM_ATTEMPTS = 3
 

@@ -17,7 +17,7 @@ from memory.errors import InvalidInput
 from memory.models import Observation, WorkingMemory
 
 if TYPE_CHECKING:
-    from agents.models import Agent
+    from memory.models import Agent
 
 NOTES_MAX = 20_000
 OBSERVATION_MAX = 4_000

@@ -10,8 +10,9 @@ run writes nothing at all, not even its decision.
 
 from __future__ import annotations
 
+import copy
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +44,7 @@ from memory.services.facts import (
     FactInput,
     Outcome,
     embed_live_without_vectors,
-    propose_fact,
+    propose_fact_locked,
     validate_fact_input,
 )
 from memory.services.lifecycle import ChallengeReason, challenge_fact, revalidate_fact
@@ -70,7 +71,9 @@ SUMMARY_MAX = 4000
 PROBE_MAX = 500
 DETAILS_MAX = 20_000
 REASON_MAX = 2000
-_ORIGIN = re.compile(r"^[a-z][a-z0-9_.:-]{0,39}$")
+FAILURE_TYPE_MAX = 100
+ORIGIN_MAX = 40
+_ORIGIN = re.compile(rf"^[a-z][a-z0-9_.:-]{{0,{ORIGIN_MAX - 1}}}$")
 
 Gate = dict[str, str]
 Scorecard = dict[str, Gate]
@@ -165,7 +168,7 @@ def parse_candidate_document(raw: Mapping[str, Any]) -> CandidateDocument:
     elif failure_class not in FailureClass.values:
         errors["failure_class"] = [f"One of {', '.join(FailureClass.values)}."]
     proposed = _text(raw, "proposed_memory", errors, max_len=settings.ENGRAM_FACT_MAX_CHARS, required=True)
-    failure_type = _text(raw, "failure_type", errors, max_len=100)
+    failure_type = _text(raw, "failure_type", errors, max_len=FAILURE_TYPE_MAX)
     summary = _text(raw, "root_cause_summary", errors, max_len=SUMMARY_MAX)
     probe = _text(raw, "verification_probe_candidate", errors, max_len=PROBE_MAX)
 
@@ -636,11 +639,7 @@ def approve_candidate(*, candidate: Candidate, by: Actor, note: str = "") -> Can
 def revise_candidate(*, candidate: Candidate, by: Actor, proposed_memory: str) -> Candidate:
     """A reviewer's edit of the proposed rule before approving it (edit-and-approve). The agent's
     text is kept in the audit event. Raises InvalidInput for an empty or oversized text."""
-    text = proposed_memory.strip()
-    if not text or len(text) > 4000:
-        raise InvalidInput(
-            "The rule must have 1 to 4000 characters.", fields={"proposed_memory": ["1–4000 characters."]}
-        )
+    text = _rule_text(proposed_memory)
     candidate = _lock(candidate)
     if candidate.is_decided:
         raise CandidateDecided(candidate)
@@ -659,6 +658,61 @@ def revise_candidate(*, candidate: Candidate, by: Actor, proposed_memory: str) -
     return candidate
 
 
+def _rule_text(proposed_memory: str) -> str:
+    text = proposed_memory.strip()
+    if not text or len(text) > 4000:
+        raise InvalidInput(
+            "The rule must have 1 to 4000 characters.", fields={"proposed_memory": ["1–4000 characters."]}
+        )
+    return text
+
+
+# --- Inference before the transaction ----------------------------------------------------------
+# A `_locked` step receives the vector of the text it will store, computed before its transaction
+# opened (STYLE: no model inference under a lock). When it finds the text changed since, or the
+# gates passing only now (a concurrent replay), it raises _StaleVector before writing anything:
+# the transaction rolls back, the text it met is embedded outside, and the step runs again.
+PLAN_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class PlannedVector:
+    text: str
+    vector: list[float]
+
+
+class _StaleVector(Exception):
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+def _plan_vector(candidate: Candidate, text: str) -> PlannedVector:
+    """Outside any transaction: embed `text` as the candidate's fact, and give the live facts of
+    its topic a vector, so the locked step compares without inference."""
+    vector = embed_text(fact_text(candidate.topic, text))
+    embed_live_without_vectors(candidate.domain_id, candidate.topic)
+    return PlannedVector(text, vector)
+
+
+def _vector_for(planned: PlannedVector | None, text: str) -> list[float]:
+    """Under the lock: the planned vector of `text`, else _StaleVector (nothing written yet)."""
+    if planned is None or planned.text != text:
+        raise _StaleVector(text)
+    return planned.vector
+
+
+def _with_planned_vector(
+    step: Callable[[PlannedVector | None], PromotionDecision], candidate: Candidate, planned: PlannedVector | None
+) -> PromotionDecision:
+    for _ in range(PLAN_ATTEMPTS):
+        try:
+            return step(planned)
+        except _StaleVector as stale:
+            planned = _plan_vector(candidate, stale.text)
+    raise StateConflict("The candidate kept changing while it was being decided; try again.", code="candidate_changed")
+
+
 def promote(*, candidate: Candidate, by: Actor, write: bool, auto: bool = False) -> PromotionDecision:
     """Decide a candidate. Without `write` it is a dry run: the decision it would make is
     returned unsaved and nothing at all is written. With `write`, a `refused` decision is
@@ -668,12 +722,61 @@ def promote(*, candidate: Candidate, by: Actor, write: bool, auto: bool = False)
     if not write:
         return dry_run(candidate=candidate, by=by, auto=auto)
     fresh = Candidate.objects.select_related("human_approved_by").get(pk=candidate.pk)
-    vector: list[float] | None = None
+    planned = None
     if not fresh.is_decided and not failing(compute_gates(fresh, write=True, auto=auto)):
-        # Inference before the transaction, never inside it (STYLE): the lock is held briefly.
-        vector = embed_text(fact_text(fresh.topic, fresh.proposed_memory))
-        embed_live_without_vectors(fresh.domain_id, fresh.topic)
-    return _decide_locked(candidate=fresh, by=by, auto=auto, vector=vector)
+        planned = _plan_vector(fresh, fresh.proposed_memory)
+    return _with_planned_vector(lambda p: _decide_locked(candidate=fresh, by=by, auto=auto, planned=p), fresh, planned)
+
+
+CANDIDATE_ACTIONS = ("approve", "edit_approve", "deny")
+
+
+def decide_candidate(
+    *, candidate: Candidate, by: Actor, action: str, reason: str = "", edited_text: str | None = None
+) -> PromotionDecision:
+    """A person's decision of a candidate in the review queue, as one use case: `approve` (the
+    approval, then the promotion when every gate passes), `edit_approve` (`edited_text` replaces
+    the rule first) or `deny` (final, and only with a reason: the agent learns from it). Revision,
+    approval and promotion commit together or not at all; the vector is computed before.
+
+    Returns the PromotionDecision (`promote`, `refused` or `deny`). Raises InvalidInput
+    (`reason_required`, `unknown_action`, a bad text), InsufficientPermission, CandidateDecided."""
+    reason = reason.strip()
+    if action == "deny":
+        if not reason:
+            raise InvalidInput(
+                "Say why you deny it: the agent learns from the reason.",
+                code="reason_required",
+                fields={"reason": ["A reason is required to deny."]},
+            )
+        return deny(candidate=candidate, by=by, reason=reason)
+    if action not in CANDIDATE_ACTIONS:
+        raise InvalidInput(
+            f"Unknown action {action!r}.", code="unknown_action", fields={"action": [", ".join(CANDIDATE_ACTIONS)]}
+        )
+    text = _rule_text(edited_text or "") if action == "edit_approve" else None
+    fresh = Candidate.objects.select_related("human_approved_by").get(pk=candidate.pk)
+    planned = None
+    if not fresh.is_decided and by.user is not None:
+        # The gates as they will read once this person's approval (and edit) is in.
+        approved = copy.copy(fresh)
+        approved.human_approved_by, approved.human_approved_at = by.user, timezone.now()
+        approved.proposed_memory = text if text is not None else fresh.proposed_memory
+        if not failing(compute_gates(approved, write=True, auto=False)):
+            planned = _plan_vector(fresh, approved.proposed_memory)
+    return _with_planned_vector(
+        lambda p: _decide_candidate_locked(candidate=fresh, by=by, note=reason, text=text, planned=p), fresh, planned
+    )
+
+
+@transaction.atomic
+def _decide_candidate_locked(
+    *, candidate: Candidate, by: Actor, note: str, text: str | None, planned: PlannedVector | None
+) -> PromotionDecision:
+    if text is not None:
+        revise_candidate(candidate=candidate, by=by, proposed_memory=text)
+    approve_candidate(candidate=candidate, by=by, note=note)
+    return _decide_locked(candidate=candidate, by=by, auto=False, planned=planned)
 
 
 def dry_run(*, candidate: Candidate, by: Actor, auto: bool = False) -> PromotionDecision:
@@ -700,7 +803,7 @@ def dry_run(*, candidate: Candidate, by: Actor, auto: bool = False) -> Promotion
 
 
 @transaction.atomic
-def _decide_locked(*, candidate: Candidate, by: Actor, auto: bool, vector: list[float] | None) -> PromotionDecision:
+def _decide_locked(*, candidate: Candidate, by: Actor, auto: bool, planned: PlannedVector | None) -> PromotionDecision:
     candidate = _lock(candidate)  # lock, then re-check: the gates may have moved since the read
     if candidate.is_decided:
         raise CandidateDecided(candidate)
@@ -731,9 +834,8 @@ def _decide_locked(*, candidate: Candidate, by: Actor, auto: bool, vector: list[
     latest = replay_evidence(candidate).latest
     validated_by = ValidatedBy.REPLAY if latest is not None and latest.passed else ValidatedBy.HUMAN
     probe = candidate.verification_probe_candidate or (latest.probe if latest is not None else "")
-    if vector is None:  # the gates passed only after the unlocked read (a concurrent replay)
-        vector = embed_text(fact_text(candidate.topic, candidate.proposed_memory))
-    result = propose_fact(
+    vector = _vector_for(planned, candidate.proposed_memory)  # before anything is written
+    result = propose_fact_locked(
         domain=candidate.domain,
         data=FactInput(
             topic=candidate.topic,
@@ -759,7 +861,7 @@ def _decide_locked(*, candidate: Candidate, by: Actor, auto: bool, vector: list[
             },
         ),
         by=by,
-        embedding=vector,
+        vector=vector,
     )
     fact = result.fact
     if result.outcome == Outcome.RE_MENTIONED:

@@ -14,7 +14,7 @@ from memory.errors import InvalidInput, NotFound
 from memory.models import AccessGrant, GrantLevel, MemoryDomain, Repo, Role, Workspace
 
 if TYPE_CHECKING:
-    from agents.models import Agent
+    from memory.models import Agent
 
 _LABEL = re.compile(r"^(?:repo:(?P<repo>[-a-zA-Z0-9_]+)/)?(?P<name>[-a-zA-Z0-9_]+)$")
 

@@ -5,10 +5,9 @@ import io
 import pytest
 from django.core.management import call_command
 
-from agents.models import Agent, hash_key
 from agents.services import create_agent, revoke_agent, rotate_key
 from memory.actors import Actor
-from memory.models import AuditEvent
+from memory.models import Agent, AuditEvent, hash_key
 from tests.conftest import client_for
 
 

@@ -3,9 +3,8 @@ decision logged, isolation between agents, and finishing into candidates — nev
 
 import pytest
 
-from agents.models import BankItem, Intervention, MemoryRun
 from memory.actors import Actor
-from memory.models import AuditEvent, Candidate, Episode, Fact
+from memory.models import AuditEvent, BankItem, Candidate, Episode, Fact, Intervention, MemoryRun
 from memory.services.tenancy import set_grant
 from tests.conftest import client_for
 

@@ -14,11 +14,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from agents import operations as ops
-from agents.models import Agent
 from agents.services import create_agent, set_trust_flags
 from memory.actors import Actor
 from memory.errors import InsufficientPermission, InvalidInput, VeracityNotAllowed
-from memory.models import AuditEvent, Episode, EpisodeFact, Fact
+from memory.models import Agent, AuditEvent, Episode, EpisodeFact, Fact
 from memory.services.facts import FactInput, IngestItem, ingest_facts, propose_fact, supersede_fact
 from review.services import approve_review, submit_review, update_item
 from tests.conftest import client_for
@@ -271,14 +270,14 @@ def test_ingest_refuses_another_agents_episode_before_writing(world):
 
 # --- The trust flags: workspace admins only, audited ---------------------------------------------------
 def staff(user, *codenames: str) -> Client:
-    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="agents", codename__in=codenames))
+    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="memory", codename__in=codenames))
     client = Client()
     client.force_login(user)
     return client
 
 
 def change_url(agent: Agent) -> str:
-    return reverse("admin:agents_agent_change", args=[agent.pk])
+    return reverse("admin:memory_agent_change", args=[agent.pk])
 
 
 def flags_of(agent: Agent) -> tuple[bool, bool]:
@@ -303,7 +302,7 @@ def test_staff_who_are_not_workspace_admins_cannot_flip_the_flags(world):
     assert not trust_events(world.coder).exists()
 
     # Nor can they create an agent with the flags set.
-    add = reverse("admin:agents_agent_add")
+    add = reverse("admin:memory_agent_add")
     body = {"workspace": world.workspace.pk, "role": world.coder_role.pk, "name": "sneaky", "relays_human_words": "on"}
     client.post(add, body)
     sneaky = Agent.objects.filter(name="sneaky").first()
@@ -325,7 +324,7 @@ def test_an_admin_of_another_workspace_cannot_flip_the_flags(world):
     client.post(change_url(world.coder), {"relays_human_words": "on"})
     assert flags_of(world.coder) == (False, False)
     # Adding an agent in the workspace they do not administer: the form refuses the flag.
-    add = reverse("admin:agents_agent_add")
+    add = reverse("admin:memory_agent_add")
     body = {"workspace": world.workspace.pk, "role": world.coder_role.pk, "name": "sneaky", "relays_human_words": "on"}
     response = client.post(add, body)
     assert response.status_code == 200
@@ -359,7 +358,7 @@ def test_a_superuser_may_set_the_flags_at_creation_audited(world):
     root = UserFactory(username="root", is_superuser=True)
     client = Client()
     client.force_login(root)
-    add = reverse("admin:agents_agent_add")
+    add = reverse("admin:memory_agent_add")
     body = {"workspace": world.workspace.pk, "role": world.coder_role.pk, "name": "relay", "relays_human_words": "on"}
     client.post(add, body)
     agent = Agent.objects.get(name="relay")

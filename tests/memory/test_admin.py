@@ -18,12 +18,13 @@ from django.urls import reverse
 from django.utils import timezone
 from guardian.shortcuts import assign_perm
 
-from agents.models import Agent, BankItem, Intervention, MemoryRun, hash_key
 from agents.services import create_agent
 from memory.actors import Actor
 from memory.models import (
     AccessGrant,
+    Agent,
     AuditEvent,
+    BankItem,
     Candidate,
     Conflict,
     DecayProfile,
@@ -34,8 +35,10 @@ from memory.models import (
     FactStatus,
     GrantLevel,
     HotMemory,
+    Intervention,
     Job,
     MemoryDomain,
+    MemoryRun,
     Observation,
     Policy,
     PromotionDecision,
@@ -45,6 +48,7 @@ from memory.models import (
     WorkingMemory,
     Workspace,
     WorkspaceMembership,
+    hash_key,
 )
 from memory.services.tenancy import create_domain, get_or_create_repo, get_or_create_role, get_or_create_workspace
 

@@ -203,6 +203,17 @@ def test_an_ordinary_fact_that_loses_a_conflict_keeps_its_status(world):
 
 
 # --- Stale detection ---------------------------------------------------------------------------------------
+@pytest.fixture(autouse=True)
+def default_decay_profiles(db):
+    # The default profiles come from a data migration; a transactional test run earlier on the same
+    # worker truncates every table, so put them back (update_or_create: a no-op when present).
+    import importlib
+
+    from django.apps import apps
+
+    importlib.import_module("memory.migrations.0002_default_decay_profiles").forwards(apps, None)
+
+
 def _aged(world, memory_type: str, *, created_days: int, validated_days: int | None = None, **kw) -> Fact:
     now = timezone.now()
     return FactFactory(

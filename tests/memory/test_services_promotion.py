@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from agents.models import Agent
 from memory.actors import Actor
 from memory.errors import InsufficientPermission, InvalidInput, StateConflict
 from memory.models import (
     CANDIDATE_SCHEMA,
+    Agent,
     AuditEvent,
     Candidate,
     Fact,

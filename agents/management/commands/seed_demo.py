@@ -26,6 +26,7 @@ from memory.models import (
 from memory.services.embedding import embed_missing
 from memory.services.promotion import parse_candidate_document, record_replay, submit_candidate
 from memory.services.tenancy import create_domain, get_or_create_repo, get_or_create_role, get_or_create_workspace
+from review.demo import submit_demo_review
 
 DEMO_SLUG = "demo"
 DEMO_KEY_FILE = "demo-agent-key"
@@ -256,9 +257,7 @@ def seed_candidates(domains: dict[str, MemoryDomain], by: Actor, verifier: Actor
 
 def seed_remember_review(agent: Any) -> None:
     """A pending remember review (SPEC §8) from coder-1, so the review page has one to show."""
-    from review.demo import submit_demo_review  # the review app owns its demo content
-
-    submit_demo_review(agent)
+    submit_demo_review(agent)  # the review app owns its demo content
 
 
 class Command(BaseCommand):

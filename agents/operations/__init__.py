@@ -1,10 +1,12 @@
-"""The agent tools as plain functions: raw input → input serializer → service → output serializer.
+"""The agent tools as plain functions, one per use case: raw input → input serializer →
+service → output serializer.
 
-The run endpoints (agents.api.views_runs) and the MCP server (agents.mcp_server) both call
-these, and the MCP tools that mirror older endpoints use the very serializers, selectors and
-services those endpoints use, so an MCP client and an HTTP client get the same JSON for the
-same input. Errors are raised as usual (EngramError, DRF ValidationError); `error_result`
-turns any of them into the API's `{"code", "detail", "fields"}` body and status.
+Every API endpoint with an MCP tool (agents.api.views*) and that tool (agents.mcp_server) call
+the same function here, so an MCP client and an HTTP client get the same JSON for the same
+input; lists page through `pages.page_of` and link `next`/`previous` alike. Errors are raised
+as usual (EngramError, DRF ValidationError); `error_result` turns any of them into the API's
+`{"code", "detail", "fields"}` body and status. Nothing here imports agents.api: the API
+depends on the operations, not the other way round.
 """
 
 from __future__ import annotations
@@ -13,32 +15,30 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import transaction
 from rest_framework import status as http
 from rest_framework.request import Request
 
 from agents import runs as run_services
-from agents.api import serializers as s
-from agents.api import serializers_candidates as sc
-from agents.api import serializers_runs as sr
-from agents.api.inputs import validated
-from agents.api.pagination import page_bounds
-from agents.models import Agent
-from agents.selectors_runs import bank_of, run_for_agent
+from agents.operations import serializers as s
+from agents.operations import serializers_candidates as sc
+from agents.operations import serializers_runs as sr
+from agents.operations.errors import exception_handler
+from agents.operations.inputs import validated
+from agents.operations.pages import api_url, page_bounds, page_of
 from memory import selectors
 from memory.actors import Actor
-from memory.models import Job, MemoryDomain
+from memory.models import Agent, Job, MemoryDomain
 from memory.search.hybrid import search_memory
 from memory.search.preamble import build_preamble
 from memory.selectors_candidates import candidates_for_agent
 from memory.selectors_notes import notes_for
 from memory.selectors_policies import policy_list_for_agent
+from memory.selectors_runs import bank_of, run_for_agent
 from memory.services import facts as fact_services
 from memory.services import hot as hot_services
 from memory.services import jobs as job_services
 from memory.services import notes as note_services
 from memory.services import policies as policy_services
-from memory.services.tenancy import require_visible_domain
 
 
 @dataclass(frozen=True)
@@ -49,12 +49,15 @@ class Result:
 
 def error_result(exc: Exception) -> Result | None:
     """The API's answer to `exc` (same code, detail, fields and status), or None for a real bug."""
-    from agents.api.errors import exception_handler
-
     response = exception_handler(exc, {})
     if response is None:
         return None
     return Result(response.status_code, dict(response.data or {}))
+
+
+def _ctx(request: Request | None) -> dict[str, Any]:
+    """Serializer context: with the API's request, links (run_url, review_url) are absolute."""
+    return {"request": request} if request is not None else {}
 
 
 def _optional_domain(agent: Agent, data: Mapping[str, Any]) -> MemoryDomain | None:
@@ -136,15 +139,25 @@ def propose_policy(agent: Agent, raw: Any) -> Result:
     return Result(http.HTTP_201_CREATED, dict(s.PolicyOut(policy).data))
 
 
-def list_conflicts(agent: Agent, raw: Any, *, limit: int | None = None, offset: int | None = None) -> Result:
-    """Conflicts in the API's page shape ({count, next, previous, results}); no page links.
-    `limit` and `offset` follow the API's page rule (agents.api.pagination): 400 when out of range."""
+def list_conflicts(
+    agent: Agent,
+    raw: Any,
+    *,
+    limit: Any = None,
+    offset: Any = None,
+    url: str | None = None,
+    site_url: str = "",
+) -> Result:
+    """list_memory_conflicts: one page in the API's shape ({count, next, previous, results}).
+    `limit` and `offset` follow the page rule (agents.operations.pages): 400 when out of range.
+    `next`/`previous` link from `url`, the address the page was asked at; without it, from the
+    API's address for the same filters under `site_url`."""
     filters = validated(s.ConflictListQuery, raw)
     limit, offset = page_bounds({"limit": limit, "offset": offset})
-    qs = selectors.conflicts_for_agent(agent, filters)
-    page = list(qs[offset : offset + limit])
-    body = {"count": qs.count(), "next": None, "previous": None, "results": s.ConflictOut(page, many=True).data}
-    return Result(http.HTTP_200_OK, body)
+    if url is None:
+        url = api_url("api-conflicts", filters, site_url=site_url)
+    page = page_of(selectors.conflicts_for_agent(agent, filters), limit=limit, offset=offset, url=url)
+    return Result(http.HTTP_200_OK, page.body(s.ConflictOut(page.items, many=True).data))
 
 
 def update_notes(agent: Agent, raw: Any) -> Result:
@@ -224,9 +237,10 @@ def harmonize(agent: Agent, raw: Any) -> Result:
     )
 
 
-def submit_review(agent: Agent, raw: Any, *, site_url: str = "") -> Result:
-    """submit_remember_review: the remember sub-agent's output for a person's review (SPEC §8)."""
-    from agents.api import serializers_reviews as rs
+def submit_review(agent: Agent, raw: Any, *, request: Request | None = None, site_url: str = "") -> Result:
+    """submit_remember_review: the remember sub-agent's output for a person's review (SPEC §8).
+    `review_url` is absolute under `request`'s host, else under `site_url` (relative without)."""
+    from agents.operations import serializers_reviews as rs
     from review import selectors as review_selectors
     from review import services as review_services
 
@@ -234,17 +248,13 @@ def submit_review(agent: Agent, raw: Any, *, site_url: str = "") -> Result:
     review = review_services.submit_review(
         agent=agent, session_id=data["session_id"], output=data["output"], files=data["files"], repo=data.get("repo")
     )
-    body = dict(rs.ReviewOut(review_selectors.review_for_agent(agent, review.pk)).data)
+    body = dict(rs.ReviewOut(review_selectors.review_for_agent(agent, review.pk), context=_ctx(request)).data)
     if site_url and str(body.get("review_url", "")).startswith("/"):
         body["review_url"] = site_url.rstrip("/") + body["review_url"]
     return Result(http.HTTP_201_CREATED, body)
 
 
 # --- Memory agent runs (SPEC §9) ---------------------------------------------------------------
-def _ctx(request: Request | None) -> dict[str, Any]:
-    return {"request": request} if request is not None else {}
-
-
 def create_run(agent: Agent, raw: Any, *, request: Request | None = None) -> Result:
     data = validated(sr.RunIn, raw)
     run = run_services.start_run(agent=agent, task=data["task"], by=Actor.of_agent(agent))
@@ -304,34 +314,25 @@ def intervene(agent: Agent, run_id: int, raw: Any) -> Result:
     return Result(http.HTTP_201_CREATED, dict(sr.InterventionOut(intervention).data))
 
 
-def _finish_domain(agent: Agent, data: Mapping[str, Any]) -> MemoryDomain | None:
-    if not data["offer_candidates"]:
-        return None
-    if data.get("domain"):
-        return selectors.domain_for_agent(agent, domain=data["domain"], repo=data.get("repo"))
-    domain = run_services.default_candidate_domain(agent.workspace_id)
-    require_visible_domain(agent, domain)  # an existing `knowledge` may be `none` for this role
-    return domain
-
-
 def finish_run(agent: Agent, run_id: int, raw: Any, *, request: Request | None = None) -> Result:
     data = validated(sr.FinishIn, raw)
     run = run_for_agent(agent, run_id)
     if not run.is_running:
         raise run_services.RunFinished(run)
     scope = data.get("scope") or {}
-    with transaction.atomic():  # the default domain, if created, goes with the rest or not at all
-        result = run_services.finish_run(
-            run=run,
-            by=Actor.of_agent(agent),
-            offer_candidates=data["offer_candidates"],
-            domain=_finish_domain(agent, data),
-            topic=data.get("topic"),
-            item_ids=data.get("items"),
-            failure_class=data["failure_class"],
-            applies_to=scope.get("applies_to") or [],
-            does_not_apply_to=scope.get("does_not_apply_to") or [],
-        )
+    # Without a domain the service picks (and if need be creates) `knowledge`, in its transaction.
+    domain = _optional_domain(agent, data) if data["offer_candidates"] else None
+    result = run_services.finish_run(
+        run=run,
+        by=Actor.of_agent(agent),
+        offer_candidates=data["offer_candidates"],
+        domain=domain,
+        topic=data.get("topic"),
+        item_ids=data.get("items"),
+        failure_class=data["failure_class"],
+        applies_to=scope.get("applies_to") or [],
+        does_not_apply_to=scope.get("does_not_apply_to") or [],
+    )
     by_pk = {c.pk: c for c in candidates_for_agent(agent).filter(pk__in=[c.pk for c in result.candidates])}
     candidates = [by_pk[c.pk] for c in result.candidates if c.pk in by_pk]
     body = {

@@ -1,4 +1,6 @@
-"""Input and output serializers of the agent API."""
+"""Input and output serializers of the agent tools: the API views and the MCP server both parse and
+render through these (agents.operations), so both answer the same JSON. Enumerations come from the
+models' choices, declared once."""
 
 from __future__ import annotations
 
@@ -7,6 +9,10 @@ from typing import Any
 from django.conf import settings
 from drf_spectacular.utils import extend_schema_field, inline_serializer
 from rest_framework import serializers
+
+from memory.models import Conflict, FactMention, FactStatus, Job, MemoryType, Veracity
+from memory.search.hybrid import MODES
+from memory.services.facts import PROPOSAL_OUTCOMES
 
 # `fields` cannot be a declared field name on a DRF Serializer class, hence the inline form.
 ErrorSerializer = inline_serializer(
@@ -41,14 +47,14 @@ class MeSerializer(serializers.Serializer):
 
 
 # --- Facts ---------------------------------------------------------------------------------
-MEMORY_TYPES = ["commitment", "event", "observation", "decision", "convention", "procedure", "profile"]
-VERACITIES = ["human_stated", "agent_inferred", "imported", "tool_generated"]
+MEMORY_TYPES = MemoryType.values
+VERACITIES = Veracity.values
 VERACITY_HELP = (
     "Where the fact comes from. An agent states `agent_inferred` (default), `tool_generated` or `imported`. "
     "`human_stated` is for people's own words: only an agent a workspace admin marked as relaying people's words "
     "may send it; any other agent gets 403 `veracity_not_allowed` and nothing is written."
 )
-FACT_STATUSES = ["active", "challenged", "deprecated", "archived"]
+FACT_STATUSES = FactStatus.values
 
 
 def _max_content() -> int:
@@ -63,7 +69,7 @@ class FactProposeIn(serializers.Serializer):
     topic = serializers.CharField(max_length=200)
     content = serializers.CharField(max_length=16_000)
     memory_type = serializers.ChoiceField(choices=MEMORY_TYPES)
-    veracity = serializers.ChoiceField(choices=VERACITIES, default="agent_inferred", help_text=VERACITY_HELP)
+    veracity = serializers.ChoiceField(choices=VERACITIES, default=Veracity.AGENT_INFERRED, help_text=VERACITY_HELP)
     observed_at = serializers.DateTimeField(
         required=False,
         allow_null=True,
@@ -134,8 +140,8 @@ class FactOut(serializers.Serializer):
         return fact.domain.repo.slug if fact.domain.repo_id else None
 
 
-CONFLICT_STATUSES = ["open", "decided", "dismissed"]
-CONFLICT_RESOLUTIONS = ["machine", "same", "contradicts", "both_true"]
+CONFLICT_STATUSES = Conflict.Status.values
+CONFLICT_RESOLUTIONS = Conflict.Resolution.values
 
 
 class ConflictOut(serializers.Serializer):
@@ -199,7 +205,7 @@ class FactMentionOut(serializers.Serializer):
     by_person = serializers.SerializerMethodField(help_text="a person said it")
     veracity = serializers.CharField()
     via = serializers.ChoiceField(
-        choices=["proposal", "merge", "review"],
+        choices=FactMention.Via.values,
         help_text="proposal (stated again), merge (a near-duplicate fact merged into this one), "
         "review (a person decided the two facts say the same)",
     )
@@ -243,9 +249,6 @@ class FactDetailOut(FactOut):
         return ConflictOut(self.context["conflicts"], many=True).data  # type: ignore[return-value]
 
 
-PROPOSAL_OUTCOMES = ["created", "re_mentioned", "conflict_won", "conflict_lost", "possible_conflict"]
-
-
 class ProposalOut(serializers.Serializer):
     fact = FactOut(help_text="the new fact, or the live fact it re-mentioned")
     outcome = serializers.ChoiceField(
@@ -278,6 +281,10 @@ class EpisodeOut(serializers.Serializer):
     kind = serializers.CharField()
     title = serializers.CharField()
     started_at = serializers.DateTimeField()
+
+
+# How a consolidate or harmonize request answers (agents.operations.run_job).
+JOB_ANSWERS = [Job.State.DONE, Job.State.QUEUED, Job.State.RUNNING]
 
 
 # --- Hot tier ------------------------------------------------------------------------------
@@ -313,7 +320,7 @@ class RefusedEntryOut(serializers.Serializer):
 
 class ConsolidateOut(serializers.Serializer):
     status = serializers.ChoiceField(
-        choices=["done", "queued", "running"],
+        choices=JOB_ANSWERS,
         help_text="done (ran inline, with its report), queued (on a worker), running; see `joined`",
     )
     task_id = serializers.CharField(help_text="the job's id")
@@ -343,7 +350,7 @@ class HarmonizeIn(serializers.Serializer):
 
 class HarmonizeOut(serializers.Serializer):
     status = serializers.ChoiceField(
-        choices=["done", "queued", "running"],
+        choices=JOB_ANSWERS,
         help_text="done (ran inline, with its report), queued (on a worker), running; see `joined`",
     )
     task_id = serializers.CharField(help_text="the job's id")
@@ -469,7 +476,7 @@ class PreambleOut(serializers.Serializer):
 
 class SearchIn(serializers.Serializer):
     query = serializers.CharField(max_length=2000)
-    mode = serializers.ChoiceField(choices=["keyword", "semantic", "hybrid"], default="hybrid")
+    mode = serializers.ChoiceField(choices=list(MODES), default="hybrid")
     repo = serializers.SlugField(max_length=100, required=False, allow_null=True)
     domain = serializers.CharField(max_length=200, required=False, allow_null=True)
     limit = serializers.IntegerField(min_value=1, max_value=50, default=10)

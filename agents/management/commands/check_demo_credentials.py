@@ -10,7 +10,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from memory.management.commands.engram_up import DEMO_ADMIN
+from agents.management.commands.engram_up import DEMO_ADMIN
 
 
 def users_with_demo_password() -> list[str]:

@@ -12,9 +12,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from agents import runs
-from agents.api.serializers_candidates import CandidateOut
-from agents.models import BankItem, MemoryRun
-from memory.models import FailureClass
+from agents.operations.serializers_candidates import CandidateOut
+from memory.models import BankItem, BankKind, FailureClass, MemoryRun
 
 
 # --- Input ---------------------------------------------------------------------------------------
@@ -71,7 +70,7 @@ class ProceduralIn(serializers.Serializer):
 
 class DeleteQuery(serializers.Serializer):
     kind = serializers.ChoiceField(
-        choices=["knowledge", "procedural"], required=False, help_text="only this kind (both by default)"
+        choices=[BankKind.KNOWLEDGE, BankKind.PROCEDURAL], required=False, help_text="only this kind (both by default)"
     )
 
 
@@ -129,7 +128,9 @@ class FinishIn(serializers.Serializer):
     topic = Text(
         max_length=200, required=False, allow_null=True, help_text="default: the item's first tag, else its id"
     )
-    failure_class = serializers.ChoiceField(choices=FailureClass.values, required=False, default="agent_failure")
+    failure_class = serializers.ChoiceField(
+        choices=FailureClass.values, required=False, default=FailureClass.AGENT_FAILURE
+    )
     scope = FinishScopeIn(required=False, help_text="scope and anti-scope added to every candidate offered")
 
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from django.db.models import Prefetch, QuerySet
 
-from agents.models import Agent, BankItem, BankKind, Intervention, MemoryRun
 from memory.errors import NotFound
+from memory.models import Agent, BankItem, BankKind, Intervention, MemoryRun
 
 
 def _not_found(run_id: int) -> NotFound:

@@ -1,4 +1,4 @@
-"""Input validation shared by the API views and the MCP operations."""
+"""Input validation shared by every adapter of the agent tools (API views, MCP, in-process)."""
 
 from __future__ import annotations
 

@@ -11,9 +11,25 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from agents.api.serializers import FactOut
+from agents.operations.serializers import FactOut
 from memory.models import CANDIDATE_SCHEMA, FailureClass, MemoryType, PromotionDecision, PromotionStatus
-from memory.services.promotion import compute_gates, replay_standing
+from memory.services.facts import TOPIC_MAX
+from memory.services.promotion import (
+    CANDIDATE_ID_MAX,
+    DETAILS_MAX,
+    FAILED,
+    FAILURE_TYPE_MAX,
+    ITEM_MAX,
+    LIST_MAX,
+    ORIGIN_MAX,
+    PASSED,
+    PENDING,
+    PROBE_MAX,
+    REASON_MAX,
+    SUMMARY_MAX,
+    compute_gates,
+    replay_standing,
+)
 
 DOCUMENT_KEYS = (
     "schema",
@@ -37,12 +53,15 @@ DOCUMENT_KEYS = (
 # --- Input ---------------------------------------------------------------------------------------
 class CandidateScopeIn(serializers.Serializer):
     applies_to = serializers.ListField(
-        child=serializers.CharField(max_length=200), required=False, max_length=100, help_text="where the rule applies"
+        child=serializers.CharField(max_length=ITEM_MAX),
+        required=False,
+        max_length=LIST_MAX,
+        help_text="where the rule applies",
     )
     does_not_apply_to = serializers.ListField(
-        child=serializers.CharField(max_length=200),
+        child=serializers.CharField(max_length=ITEM_MAX),
         required=False,
-        max_length=100,
+        max_length=LIST_MAX,
         help_text="where it does not (anti-scope); without both the candidate is held",
     )
 
@@ -52,30 +71,36 @@ class CandidateIn(serializers.Serializer):
 
     domain = serializers.CharField(max_length=200, help_text="`architecture` or `repo:<slug>/architecture`")
     repo = serializers.SlugField(required=False, allow_null=True, max_length=100)
-    topic = serializers.CharField(max_length=200)
+    topic = serializers.CharField(max_length=TOPIC_MAX)
     schema = serializers.CharField(
         required=False, max_length=100, help_text=f"`{CANDIDATE_SCHEMA}` (the default); any other version is refused"
     )
     schema_version = serializers.CharField(required=False, max_length=100, help_text="alias of `schema`")
-    candidate_id = serializers.CharField(max_length=200, help_text="resubmitting the same id is idempotent")
-    failure_class = serializers.ChoiceField(choices=FailureClass.values)
-    failure_type = serializers.CharField(max_length=100, required=False, allow_blank=True)
-    source_action_ids = serializers.ListField(
-        child=serializers.CharField(max_length=200), required=False, max_length=100
+    candidate_id = serializers.CharField(
+        max_length=CANDIDATE_ID_MAX, help_text="resubmitting the same id is idempotent"
     )
-    root_cause_summary = serializers.CharField(max_length=4000, required=False, allow_blank=True)
+    failure_class = serializers.ChoiceField(choices=FailureClass.values)
+    failure_type = serializers.CharField(max_length=FAILURE_TYPE_MAX, required=False, allow_blank=True)
+    source_action_ids = serializers.ListField(
+        child=serializers.CharField(max_length=ITEM_MAX), required=False, max_length=LIST_MAX
+    )
+    root_cause_summary = serializers.CharField(max_length=SUMMARY_MAX, required=False, allow_blank=True)
     proposed_memory = serializers.CharField(max_length=16_000, help_text="the rule that would become a fact")
     scope = CandidateScopeIn(required=False)
-    evidence_refs = serializers.ListField(child=serializers.CharField(max_length=200), required=False, max_length=100)
+    evidence_refs = serializers.ListField(
+        child=serializers.CharField(max_length=ITEM_MAX), required=False, max_length=LIST_MAX
+    )
     verification_probe_candidate = serializers.CharField(
-        max_length=500, required=False, allow_blank=True, allow_null=True
+        max_length=PROBE_MAX, required=False, allow_blank=True, allow_null=True
     )
     promotion_status = serializers.ChoiceField(
         choices=[PromotionStatus.CANDIDATE], required=False, help_text="always `candidate`; the gate decides the rest"
     )
     requires_human_review = serializers.BooleanField(required=False, default=False)
     origin = serializers.CharField(
-        max_length=40, required=False, help_text="agent (default), memory_agent, human, imported… imported is blocked"
+        max_length=ORIGIN_MAX,
+        required=False,
+        help_text="agent (default), memory_agent, human, imported… imported is blocked",
     )
     memory_type = serializers.ChoiceField(choices=MemoryType.values, required=False, default=MemoryType.PROCEDURE)
 
@@ -93,9 +118,9 @@ class CandidateListQuery(serializers.Serializer):
 
 
 class ReplayIn(serializers.Serializer):
-    probe = serializers.CharField(max_length=500, help_text="the probe that was replayed")
+    probe = serializers.CharField(max_length=PROBE_MAX, help_text="the probe that was replayed")
     passed = serializers.BooleanField()
-    details = serializers.CharField(max_length=20_000, required=False, allow_blank=True, default="")
+    details = serializers.CharField(max_length=DETAILS_MAX, required=False, allow_blank=True, default="")
 
 
 class PromoteIn(serializers.Serializer):
@@ -111,12 +136,12 @@ class PromoteIn(serializers.Serializer):
 
 
 class DenyIn(serializers.Serializer):
-    reason = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
+    reason = serializers.CharField(max_length=REASON_MAX, required=False, allow_blank=True, default="")
 
 
 # --- Output --------------------------------------------------------------------------------------
 class GateOut(serializers.Serializer):
-    status = serializers.ChoiceField(choices=["passed", "failed", "pending"])
+    status = serializers.ChoiceField(choices=[PASSED, FAILED, PENDING])
     reason = serializers.CharField()
 
 

@@ -11,11 +11,10 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
-from agents.models import Agent
+from agents.management.commands.seed_demo import DEMO_KEY_FILE, DEMO_SLUG
 from agents.services import rotate_key
 from memory.actors import Actor
-from memory.management.commands.seed_demo import DEMO_KEY_FILE, DEMO_SLUG
-from memory.models import Workspace, WorkspaceMembership
+from memory.models import Agent, Workspace, WorkspaceMembership
 
 DEMO_ADMIN = ("admin", "engram-demo")
 
