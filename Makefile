@@ -64,6 +64,7 @@ test: lint
 
 bench: install
 	@$(PY) -m bench.run $(BENCH_ARGS)
+	@$(PY) -m bench.batch_writes
 
 serve-prod: install
 	@bin/serve-prod

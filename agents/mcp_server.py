@@ -42,7 +42,8 @@ FailureClass = Literal[
 
 INSTRUCTIONS = """Engram is this workspace's governed long-term memory.
 Start a task with get_preamble; verify what matters with search_memory before relying on it.
-Propose durable knowledge with propose_fact (re-mentions and conflicts are detected for you).
+Propose durable knowledge with propose_fact, or many facts at once with propose_facts
+(re-mentions and conflicts are detected for you).
 Keep private notes with update_my_notes and record_observation. For a long task, open a run with
 create_memory_run and keep its memory bank with the memory_* tools; finish_memory_run can offer
 bank items as promotion candidates for a person to review — never as facts."""
@@ -185,6 +186,18 @@ def build_server(key: str, *, site_url: str = "") -> MCPServer:
             "\n        You relay people's own words: use human_stated only for what a person said."
         )
     server.tool(annotations=WRITE)(propose_fact)
+
+    @server.tool(annotations=WRITE)
+    def propose_facts(items: list[dict[str, Any]]) -> CallToolResult:
+        """Propose up to 100 facts at once (ENGRAM_BATCH_MAX_ITEMS), each an object with
+        propose_fact's arguments (domain, topic, content, memory_type, and optionally repo,
+        veracity, observed_at, valid_until, source_observation_ids, episode_id). They are written in
+        order exactly as propose_fact would write them one after another — a later item restating
+        an earlier one re-mentions it. Answers one result per item, in order:
+        status 201 with the fact and outcome, or the item's error status and `error` (nothing
+        written for that item); plus `created` and `failed` counts. An empty or too long list is
+        refused whole (batch_empty, batch_too_large)."""
+        return tools.call(ops.propose_facts_batch, {"items": items})
 
     @server.tool(annotations=WRITE)
     def supersede_fact(fact_id: int, content: str, reason: str | None = None) -> CallToolResult:

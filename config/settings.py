@@ -348,6 +348,9 @@ ENGRAM_POLICY_MAX_CHARS = env_int("ENGRAM_POLICY_MAX_CHARS", 500, minimum=50, ma
 # beyond them the answer is 400 `invalid_input` on that field (agents.api.pagination).
 ENGRAM_API_MAX_PAGE_SIZE = env_int("ENGRAM_API_MAX_PAGE_SIZE", 200, minimum=1, maximum=1_000)
 ENGRAM_API_MAX_OFFSET = env_int("ENGRAM_API_MAX_OFFSET", 1_000_000, minimum=0, maximum=100_000_000)
+# Batch writes (POST facts/batch/): the most items one request may carry; more is 400
+# `batch_too_large` and nothing is written. The body limit (ENGRAM_MAX_BODY_BYTES) applies too.
+ENGRAM_BATCH_MAX_ITEMS = env_int("ENGRAM_BATCH_MAX_ITEMS", 100, minimum=1, maximum=1_000)
 # Bounded jobs: a consolidate/harmonize job not finished this many seconds after it was queued or
 # started is presumed dead (a crashed worker or web process) and no longer blocks a new one. At
 # least the broker's visibility timeout, after which a lost task is redelivered.

@@ -31,6 +31,11 @@ ROUTES: dict[str, tuple[tuple[str, ...], str | None, dict[str, Any] | None]] = {
     "preamble/": (("post",), None, {"task": f"Anything about {MARKER} and the secret domain today"}),
     "search/": (("post",), None, {"query": f"{MARKER} secret"}),
     "facts/": (("get", "post"), None, None),
+    "facts/batch/": (
+        ("post",),
+        None,
+        {"items": [{"domain": "secret", "topic": "vault", "memory_type": "decision", "content": "The key rotates."}]},
+    ),
     "facts/<int:fact_id>/": (("get",), "fact", None),
     "facts/<int:fact_id>/supersede/": (("post",), "fact", {"content": "replaced"}),
     "remember/": (("post",), None, {"session_id": "s", "content": "x", "domain": "secret"}),

@@ -79,6 +79,7 @@ WRITES: dict[tuple[str, str], tuple[Any, ...]] = {
         "domain",
         {"domain": "{D}", "topic": TOPIC, "memory_type": "decision", "content": RESTATEMENT},
     ),
+    ("facts/batch/", "post"): ("test", "test_a_batch_item_naming_a_hidden_domain_is_answered_like_a_missing_one"),
     ("facts/<int:fact_id>/supersede/", "post"): ("object", "fact", {"content": CONTRADICTION}),
     ("remember/", "post"): ("domain", {"session_id": "s", "content": RESTATEMENT, "domain": "{D}", "topic": TOPIC}),
     ("consolidate/", "post"): (
@@ -495,3 +496,20 @@ def test_a_person_still_writes_into_a_domain_hidden_from_agents(world, hidden):
         data=FactInput(topic=TOPIC, content=RESTATEMENT, memory_type="decision"),
     )
     assert result.outcome == "re_mentioned"
+
+
+def test_a_batch_item_naming_a_hidden_domain_is_answered_like_a_missing_one(world, hidden):
+    # POST facts/batch/ answers 200 with one result per item: the hidden domain's item must read
+    # exactly like a missing domain's, and nothing in the hidden domain changes
+    api = client_for(world.coder)
+    item = WRITES[("facts/", "post")][1]
+    before = state(hidden["secret"])
+    hidden_answer = api.post("/api/v1/facts/batch/", {"items": [_fill(item, HIDDEN)]}, format="json")
+    missing_answer = api.post("/api/v1/facts/batch/", {"items": [_fill(item, MISSING)]}, format="json")
+    assert state(hidden["secret"]) == before
+    assert hidden_answer.status_code == 200, hidden_answer.content
+    result = hidden_answer.json()["results"][0]
+    assert result["status"] == 400 and result["error"]["code"] == "unknown_domain"
+    assert hidden_answer.json()["created"] == 0
+    assert _shape(hidden_answer, HIDDEN) == _shape(missing_answer, MISSING)
+    assert "eu-west-1" not in hidden_answer.content.decode()

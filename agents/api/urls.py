@@ -9,6 +9,7 @@ urlpatterns = [
     path("preamble/", views.PreambleView.as_view(), name="api-preamble"),
     path("search/", views.SearchView.as_view(), name="api-search"),
     path("facts/", views.FactListView.as_view(), name="api-facts"),
+    path("facts/batch/", views.FactBatchView.as_view(), name="api-facts-batch"),
     path("facts/<int:fact_id>/", views.FactDetailView.as_view(), name="api-fact"),
     path("facts/<int:fact_id>/supersede/", views.FactSupersedeView.as_view(), name="api-fact-supersede"),
     path("remember/", views.RememberView.as_view(), name="api-remember"),

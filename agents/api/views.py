@@ -4,6 +4,9 @@ reads start from selectors."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
@@ -12,6 +15,7 @@ from rest_framework.views import APIView
 
 from agents import operations
 from agents.api.pagination import BoundedLimitOffsetPagination, page_parameters
+from agents.api.throttling import AgentRateThrottle
 from agents.operations import serializers as s
 from agents.operations.inputs import validated
 from memory import selectors
@@ -60,6 +64,25 @@ class FactListView(APIView):
         for `human_stated` from an agent that does not relay people's words; 400 for an `observed_at` in the
         future or an `episode_id` this agent did not open (`unknown_episode`)."""
         return answer(operations.propose_fact(agent_of(request), request.data))
+
+
+class FactBatchView(APIView):
+    @extend_schema(request=s.FactBatchIn, responses={200: s.FactBatchOut, **ERRORS}, operation_id="propose_facts")
+    def post(self, request: Request) -> Response:
+        """propose_facts: up to ENGRAM_BATCH_MAX_ITEMS (100) facts, each with the fields of POST facts/
+        and written exactly as POST facts/ would write it, in order: a later item restating an earlier
+        one re-mentions it, one contradicting it is a conflict. Vectors for the batch are computed
+        together first; the writes then commit together, a refused item undone alone (a 500 writes none).
+        Always 200 once the batch is accepted, with one result per item in order: `status` 201 and POST facts/'s answer, or the
+        item's error status and `error` body (400, 403 `veracity_not_allowed`…; nothing written for
+        it, the other items are). 400 `batch_empty` / `batch_too_large` (or no `items` list) writes
+        nothing. Counts as one request per item against the agent's rate limit (429 writes nothing)."""
+        items = request.data.get("items") if isinstance(request.data, Mapping) else None
+        if isinstance(items, list) and len(items) <= settings.ENGRAM_BATCH_MAX_ITEMS:
+            for throttle in self.get_throttles():
+                if isinstance(throttle, AgentRateThrottle):
+                    throttle.charge(request, self, len(items) - 1)
+        return answer(operations.propose_facts_batch(agent_of(request), request.data))
 
 
 class FactDetailView(APIView):

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rest_framework import status as http
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 
 from agents import runs as run_services
@@ -27,6 +28,7 @@ from agents.operations.inputs import validated
 from agents.operations.pages import api_url, page_bounds, page_of
 from memory import selectors
 from memory.actors import Actor
+from memory.errors import EngramError, InvalidInput
 from memory.models import Agent, Job, MemoryDomain
 from memory.search.hybrid import search_memory
 from memory.search.preamble import build_preamble
@@ -88,24 +90,21 @@ def search(agent: Agent, raw: Any) -> Result:
 
 
 # --- Writes ------------------------------------------------------------------------------------
-def propose_fact(agent: Agent, raw: Any) -> Result:
-    data = validated(s.FactProposeIn, raw)
-    domain = selectors.domain_for_agent(agent, domain=data["domain"], repo=data.get("repo"))
-    result = fact_services.propose_fact(
-        domain=domain,
-        data=fact_services.FactInput(
-            topic=data["topic"],
-            content=data["content"],
-            memory_type=data["memory_type"],
-            veracity=data["veracity"],
-            observed_at=data.get("observed_at"),
-            valid_until=data.get("valid_until"),
-            source_observation_ids=data.get("source_observation_ids") or [],
-            episode_id=data.get("episode_id"),
-        ),
-        by=Actor.of_agent(agent),
+def _fact_input(data: Mapping[str, Any]) -> fact_services.FactInput:
+    return fact_services.FactInput(
+        topic=data["topic"],
+        content=data["content"],
+        memory_type=data["memory_type"],
+        veracity=data["veracity"],
+        observed_at=data.get("observed_at"),
+        valid_until=data.get("valid_until"),
+        source_observation_ids=data.get("source_observation_ids") or [],
+        episode_id=data.get("episode_id"),
     )
-    body = {
+
+
+def _proposal_body(result: fact_services.ProposalResult) -> dict[str, Any]:
+    return {
         "fact": s.FactOut(result.fact).data,
         "outcome": result.outcome,
         "conflict_id": result.conflict.pk if result.conflict else None,
@@ -113,7 +112,77 @@ def propose_fact(agent: Agent, raw: Any) -> Result:
         "compared_with": result.compared_with,
         "reason": result.reason,
     }
-    return Result(http.HTTP_201_CREATED, body)
+
+
+def propose_fact(agent: Agent, raw: Any) -> Result:
+    data = validated(s.FactProposeIn, raw)
+    domain = selectors.domain_for_agent(agent, domain=data["domain"], repo=data.get("repo"))
+    result = fact_services.propose_fact(domain=domain, data=_fact_input(data), by=Actor.of_agent(agent))
+    return Result(http.HTTP_201_CREATED, _proposal_body(result))
+
+
+def batch_items(raw: Any) -> list[Any]:
+    """The `items` of a batch body. Raises InvalidInput: `invalid_input` when there is no list,
+    `batch_empty` for none, `batch_too_large` beyond ENGRAM_BATCH_MAX_ITEMS."""
+    from django.conf import settings
+
+    items = raw.get("items") if isinstance(raw, Mapping) else None
+    if not isinstance(items, list):
+        raise InvalidInput('The body must be {"items": [...]}.', fields={"items": ["A list of facts is required."]})
+    if not items:
+        raise InvalidInput("The batch is empty.", code="batch_empty", fields={"items": ["At least one fact."]})
+    limit = settings.ENGRAM_BATCH_MAX_ITEMS
+    if len(items) > limit:
+        raise InvalidInput(
+            f"At most {limit} facts per batch (ENGRAM_BATCH_MAX_ITEMS).",
+            code="batch_too_large",
+            fields={"items": [f"At most {limit} items; got {len(items)}."]},
+        )
+    return items
+
+
+def _refused(index: int, exc: Exception) -> dict[str, Any]:
+    answer = error_result(exc)
+    if answer is None:
+        raise exc  # a real bug: a 500, as for POST facts/
+    return {"index": index, "status": answer.status, "error": answer.body}
+
+
+def propose_facts_batch(agent: Agent, raw: Any) -> Result:
+    """propose_facts (POST facts/batch/): each item parsed and written as propose_fact would, in
+    order — later items see the earlier ones (re-mentions, conflicts) — and committed together, a
+    refused item undone alone (memory.services.facts.propose_facts). 200 with one result per item:
+    201 and the proposal, or the item's error status and body (nothing written for it). The batch itself is refused whole (400) only when `items`
+    is missing, empty (`batch_empty`) or too long (`batch_too_large`)."""
+    items = batch_items(raw)
+    results: dict[int, dict[str, Any]] = {}
+    parsed: list[tuple[int, fact_services.IngestItem]] = []
+    domains: dict[tuple[str, str | None], MemoryDomain | Exception] = {}
+    for index, item in enumerate(items):
+        try:
+            data = validated(s.FactProposeIn, item)
+            key = (data["domain"], data.get("repo"))
+            if key not in domains:
+                try:
+                    domains[key] = selectors.domain_for_agent(agent, domain=key[0], repo=key[1])
+                except EngramError as exc:
+                    domains[key] = exc
+            domain = domains[key]
+            if isinstance(domain, Exception):
+                raise domain
+        except (EngramError, ValidationError) as exc:
+            results[index] = _refused(index, exc)
+            continue
+        parsed.append((index, fact_services.IngestItem(domain=domain, data=_fact_input(data))))
+    answers = fact_services.propose_facts(items=[item for _, item in parsed], by=Actor.of_agent(agent))
+    for (index, _), answer in zip(parsed, answers, strict=True):
+        if isinstance(answer, EngramError):
+            results[index] = _refused(index, answer)
+        else:
+            results[index] = {"index": index, "status": http.HTTP_201_CREATED, **_proposal_body(answer)}
+    ordered = [results[index] for index in range(len(items))]
+    created = sum(1 for r in ordered if r["status"] == http.HTTP_201_CREATED)
+    return Result(http.HTTP_200_OK, {"results": ordered, "created": created, "failed": len(ordered) - created})
 
 
 def supersede_fact(agent: Agent, fact_id: int, raw: Any) -> Result:

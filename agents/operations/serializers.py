@@ -268,6 +268,56 @@ class ProposalOut(serializers.Serializer):
     )
 
 
+def _max_batch() -> int:
+    return int(settings.ENGRAM_BATCH_MAX_ITEMS)
+
+
+class FactBatchIn(serializers.Serializer):
+    """The body of POST facts/batch/ (for the schema): the operation checks the envelope itself,
+    for stable codes, then each item with FactProposeIn, as POST facts/ would."""
+
+    items = FactProposeIn(
+        many=True,
+        help_text=f"1–ENGRAM_BATCH_MAX_ITEMS ({_max_batch()}) facts, each with the fields of POST facts/; "
+        "none answers 400 `batch_empty`, more answers 400 `batch_too_large`, and nothing is written then",
+    )
+
+
+BatchItemError = inline_serializer(
+    name="BatchItemError",
+    fields={
+        "code": serializers.CharField(help_text="the code POST facts/ answers for this item"),
+        "detail": serializers.CharField(),
+        "fields": serializers.DictField(help_text="field name → messages, for 400s"),
+    },
+    required=False,
+    help_text="present when the item was refused (status ≥ 400): nothing was written for it",
+)
+
+
+class FactBatchItemOut(serializers.Serializer):
+    """One item's answer: a written item carries ProposalOut's fields, a refused one `error`."""
+
+    index = serializers.IntegerField(help_text="the item's position in `items`, from 0")
+    status = serializers.IntegerField(
+        help_text="201 written (see `outcome`), else the status POST facts/ answers for it: 400, 403 "
+        "`veracity_not_allowed`…"
+    )
+    fact = FactOut(required=False, help_text="the new fact, or the live fact it re-mentioned")
+    outcome = serializers.ChoiceField(choices=PROPOSAL_OUTCOMES, required=False, help_text="as POST facts/")
+    conflict_id = serializers.IntegerField(allow_null=True, required=False)
+    similarity = serializers.FloatField(allow_null=True, required=False)
+    compared_with = serializers.IntegerField(allow_null=True, required=False)
+    reason = serializers.CharField(required=False)
+    error = BatchItemError
+
+
+class FactBatchOut(serializers.Serializer):
+    results = FactBatchItemOut(many=True, help_text="one per item, in the order of `items`")
+    created = serializers.IntegerField(help_text="items written (status 201), whatever their outcome")
+    failed = serializers.IntegerField(help_text="items refused (status ≥ 400): nothing written for them")
+
+
 class EpisodeIn(serializers.Serializer):
     kind = serializers.CharField(max_length=30)
     title = serializers.CharField(max_length=300, required=False, allow_blank=True, default="")

@@ -32,6 +32,11 @@ TWINS = {
         {"domain": "architecture", "topic": "t", "content": "c", "memory_type": "decision"},
         ("post", "/api/v1/facts/", {"domain": "architecture", "topic": "t", "content": "c"}),
     ),
+    "propose_facts": (
+        "propose_facts_batch",
+        {"items": [{"domain": "architecture", "topic": "t", "content": "c", "memory_type": "decision"}]},
+        ("post", "/api/v1/facts/batch/", {"items": [{"domain": "architecture", "topic": "t", "content": "c"}]}),
+    ),
     "supersede_fact": ("supersede_fact", {"fact_id": 3, "content": "c"}, ("post", "/api/v1/facts/3/supersede/", {})),
     "propose_policy": ("propose_policy", {"domain": "architecture", "rule": "r"}, ("post", "/api/v1/policies/", {})),
     "list_memory_conflicts": ("list_conflicts", {}, ("get", "/api/v1/conflicts/", None)),

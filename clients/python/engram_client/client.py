@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypedDict, cast
 
 from engram_client.review import ReviewClient
@@ -97,6 +97,24 @@ class Proposal(TypedDict, total=False):
     similarity: float | None
     compared_with: int | None
     reason: str
+
+
+class BatchItemResult(TypedDict, total=False):
+    index: int
+    status: int  # 201 written (with Proposal's keys), else the item's error status (with `error`)
+    fact: dict[str, Any]
+    outcome: Literal["created", "re_mentioned", "conflict_won", "conflict_lost", "possible_conflict"]
+    conflict_id: int | None
+    similarity: float | None
+    compared_with: int | None
+    reason: str
+    error: dict[str, Any]  # {"code", "detail", "fields"}: nothing was written for this item
+
+
+class BatchProposal(TypedDict):
+    results: list[BatchItemResult]
+    created: int
+    failed: int
 
 
 class Run(TypedDict, total=False):
@@ -268,6 +286,16 @@ class EngramClient:
             "episode_id": episode_id,
         }
         return cast(Proposal, self.request("POST", "facts/", _clean(body)))
+
+    def propose_facts(self, items: Sequence[Mapping[str, Any]]) -> BatchProposal:
+        """POST facts/batch/ (propose_facts): up to 100 facts (the server's ENGRAM_BATCH_MAX_ITEMS), each
+        a mapping of propose_fact's arguments, written in order exactly as propose_fact would write
+        them one after another. Answers one result per item in order — `status` 201 with the fact
+        and outcome, or the item's error status with `error` (nothing written for that item) — and
+        `created` / `failed` counts. An empty or too long list raises EngramError (batch_empty,
+        batch_too_large) and writes nothing."""
+        body = {"items": [_clean(item) for item in items]}
+        return cast(BatchProposal, self.request("POST", "facts/batch/", body))
 
     def supersede_fact(self, fact_id: int, content: str, reason: str | None = None) -> dict[str, Any]:
         """POST facts/{id}/supersede/: the new fact (409 fact_not_live if already replaced)."""

@@ -1,0 +1,114 @@
+"""Batch writes over HTTP (issue 19): facts/s from one client through a live gunicorn, embeddings
+included, posting `POST facts/batch/` with BENCH_BATCH items each against `POST facts/` one by one.
+
+In its own database (ENGRAM_DB_NAME=engram_bench_writes, recreated). The same generated facts
+(bench.corpus) for both paths, each its own slice, written into an empty workspace after a warm-up
+(every worker's encoders loaded). The rate limit is lifted for the server: this measures the
+write path, not the throttle (a batch counts one request per item against it).
+
+    .venv/bin/python -m bench.batch_writes          # `make bench` runs it after bench.run
+
+Options (environment): BENCH_BATCH_FACTS=2000  BENCH_SINGLE_FACTS=300  BENCH_BATCH=100
+  BENCH_WRITES_PORT=8767  BENCH_WORKERS=1
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import urllib.request
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("ENGRAM_DB_NAME", "engram_bench_writes")
+os.environ.setdefault("BENCH_PORT", os.environ.get("BENCH_WRITES_PORT", "8767"))
+os.environ.setdefault("BENCH_WORKERS", "1")  # one client: one request at a time
+os.environ.setdefault("ENGRAM_THROTTLE_RATE", "10000000/min")
+
+from bench import corpus  # noqa: E402
+from bench.run import PORT, setup, start_server, stop_server  # noqa: E402  (sets Django up)
+
+BATCH_FACTS = int(os.environ.get("BENCH_BATCH_FACTS", "2000"))
+SINGLE_FACTS = int(os.environ.get("BENCH_SINGLE_FACTS", "300"))
+BATCH = int(os.environ.get("BENCH_BATCH", "100"))
+TARGET = 100.0  # facts/s from one client, embeddings included (issue 19)
+
+
+def body_of(fact: corpus.GeneratedFact) -> dict[str, Any]:
+    return {
+        "domain": fact.domain,
+        "repo": fact.repo,
+        "topic": fact.topic,
+        "content": fact.content,
+        "memory_type": fact.memory_type,
+        "veracity": fact.veracity,
+    }
+
+
+def post(path: str, body: Any, key: str) -> tuple[int, Any]:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{PORT}{path}",
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=120) as response:  # noqa: S310
+        return response.status, json.loads(response.read())
+
+
+def one_by_one(key: str, facts: list[corpus.GeneratedFact]) -> tuple[float, Counter[str]]:
+    outcomes: Counter[str] = Counter()
+    began = time.monotonic()
+    for fact in facts:
+        status, answer = post("/api/v1/facts/", body_of(fact), key)
+        outcomes[answer["outcome"] if status == 201 else f"error {status}"] += 1
+    return len(facts) / (time.monotonic() - began), outcomes
+
+
+def batched(key: str, facts: list[corpus.GeneratedFact]) -> tuple[float, Counter[str]]:
+    outcomes: Counter[str] = Counter()
+    began = time.monotonic()
+    for first in range(0, len(facts), BATCH):
+        status, answer = post(
+            "/api/v1/facts/batch/", {"items": [body_of(f) for f in facts[first : first + BATCH]]}, key
+        )
+        if status != 200:
+            raise RuntimeError(f"facts/batch/ answered {status}: {answer}")
+        for result in answer["results"]:
+            outcomes[result["outcome"] if result["status"] == 201 else result["error"]["code"]] += 1
+    return len(facts) / (time.monotonic() - began), outcomes
+
+
+def main() -> None:
+    print(
+        f"batch writes: one client, gunicorn {os.environ['BENCH_WORKERS']} worker(s); {BATCH_FACTS} facts in "
+        f"batches of {BATCH} vs {SINGLE_FACTS} one by one",
+        flush=True,
+    )
+    key, _ = setup()
+    pool = list(corpus.facts(BATCH_FACTS + SINGLE_FACTS + 40))
+    warm, single, batch = pool[:40], pool[40 : 40 + SINGLE_FACTS], pool[40 + SINGLE_FACTS :]
+    proc = start_server()
+    try:
+        for _ in range(int(os.environ["BENCH_WORKERS"])):  # both encoders of every worker loaded
+            batched(key, warm[:20])
+            one_by_one(key, warm[20:25])
+        single_rate, single_outcomes = one_by_one(key, single)
+        batch_rate, batch_outcomes = batched(key, batch)
+    finally:
+        stop_server(proc)
+    print(f"one by one (POST facts/):         {single_rate:7.1f} facts/s  {dict(single_outcomes)}")
+    print(f"batches of {BATCH} (POST facts/batch/): {batch_rate:7.1f} facts/s  {dict(batch_outcomes)}")
+    print(
+        f"batch speed-up ×{batch_rate / single_rate:.1f}; target ≥ {TARGET:g} facts/s: "
+        + ("met" if batch_rate >= TARGET else "NOT met")
+    )
+
+
+if __name__ == "__main__":
+    main()
