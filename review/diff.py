@@ -159,3 +159,62 @@ def diff_stats(old: str, new: str) -> dict[str, int]:
         elif op.kind == "delete":
             removed += words
     return {"added": added, "removed": removed}
+
+
+# Below this share of words in common, two texts are unrelated: an interleaved diff of them is
+# mostly strike-through and underline, so they are shown whole, one above the other.
+UNRELATED_BELOW = 0.35
+
+
+@dataclass(frozen=True)
+class TextDiff:
+    """Two texts ready for the page: the old with its removed words in `<del>`, the new with its
+    added words in `<ins>`, the inline diff, and whether to show them stacked (unrelated texts:
+    then `old` and `new` are the plain escaped texts)."""
+
+    old: SafeString
+    new: SafeString
+    inline: SafeString
+    stacked: bool
+    overlap: float
+    old_label: str = "current"
+    new_label: str = "proposed"
+
+    @property
+    def percent(self) -> int:
+        return round(self.overlap * 100)
+
+
+def overlap(ops: list[DiffOp]) -> float:
+    """The share of words the two texts have in common (2 × common / all), 1.0 for two empty texts."""
+    counts = {"equal": 0, "delete": 0, "insert": 0}
+    for op in ops:
+        counts[op.kind] += len([t for t in tokenize(op.text) if not t.isspace()])
+    total = 2 * counts["equal"] + counts["delete"] + counts["insert"]
+    return 1.0 if total == 0 else 2 * counts["equal"] / total
+
+
+def compare_texts(old: str, new: str, *, old_label: str = "current", new_label: str = "proposed") -> TextDiff:
+    """The side-by-side diff of `old` and `new` under their headers, stacked whole when they have
+    little in common (below UNRELATED_BELOW). Escaped, safe to insert."""
+    ops = word_diff(old, new)
+    share = overlap(ops)
+    if share < UNRELATED_BELOW:
+        return TextDiff(
+            old=escape(old),
+            new=escape(new),
+            inline=_render(ops, {"equal", "delete", "insert"}),
+            stacked=True,
+            overlap=share,
+            old_label=old_label,
+            new_label=new_label,
+        )
+    return TextDiff(
+        old=_render(ops, {"equal", "delete"}),
+        new=_render(ops, {"equal", "insert"}),
+        inline=_render(ops, {"equal", "delete", "insert"}),
+        stacked=False,
+        overlap=share,
+        old_label=old_label,
+        new_label=new_label,
+    )

@@ -27,16 +27,25 @@ def _text(*, strip: bool = False) -> forms.CharField:
 
 
 class QueueDecisionForm(forms.Form):
-    """A decision on one queue entry: the button pressed, a reason, and for edit-and-approve the
-    reviewer's text. An action the entry's kind does not have is invalid."""
+    """A decision on one queue entry: the button pressed, a reason, for edit-and-approve the
+    reviewer's text (`edited_text`; `text` is its older name), and for a candidate that restates
+    a live fact whether to keep the live wording or replace it. An action the entry's kind does
+    not have is invalid."""
 
     action = forms.ChoiceField(choices=())
     reason = _text(strip=True)
+    edited_text = _text()
     text = _text()
+    on_restatement = forms.ChoiceField(choices=[("keep", "keep"), ("replace", "replace")], required=False)
 
     def __init__(self, data: QueryDict, *, kind: str) -> None:
         super().__init__(data)
         self.fields["action"].choices = [(action, action) for action in QUEUE_ACTIONS.get(kind, ())]  # type: ignore[attr-defined]
+
+    @property
+    def edit(self) -> str:
+        """The reviewer's rewrite, as typed. Call after is_valid()."""
+        return self.cleaned_data["edited_text"] or self.cleaned_data["text"]
 
 
 class ReviewItemForm(forms.Form):
@@ -109,3 +118,74 @@ class GrantForm(forms.Form):
         return "; ".join(
             f"{name}: {' '.join(str(message) for message in messages)}" for name, messages in self.errors.items()
         )
+
+
+class LinesField(forms.CharField):
+    """A textarea of items, one a line; blank lines dropped (the service checks each item)."""
+
+    def __init__(self) -> None:
+        super().__init__(required=False, strip=True)
+
+    def to_python(self, value: Any) -> list[str]:  # type: ignore[override]
+        text = super().to_python(value) or ""
+        if "\x00" in text:  # checked here: the validators see the list, not the text
+            raise ValidationError("Null characters are not allowed.", code="null_characters_not_allowed")
+        return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+class CandidateCompletionForm(forms.Form):
+    """What a reviewer adds to a held candidate in the queue (review/_candidate_completion.html):
+    scope, anti-scope and evidence refs, one a line, and a note for the audit trail."""
+
+    applies_to = LinesField()
+    does_not_apply_to = LinesField()
+    evidence_refs = LinesField()
+    note = _text(strip=True)
+
+    def error_text(self) -> str:
+        return "; ".join(
+            f"{name}: {' '.join(str(message) for message in messages)}" for name, messages in self.errors.items()
+        )
+
+
+# Bulk decisions from the queue list (review/views_queue_bulk.py): the kinds and at most how many.
+BULK_ITEM_KINDS = ("candidate", "challenged")
+BULK_MAX_ITEMS = 100
+
+
+class ItemKeysField(forms.Field):
+    """Checked list entries, each `<kind>-<pk>` (the list's checkbox values), as (kind, pk) pairs."""
+
+    widget = forms.MultipleHiddenInput
+
+    def to_python(self, value: Any) -> list[tuple[str, int]]:
+        keys: list[tuple[str, int]] = []
+        for raw in value or []:
+            kind, _, pk = str(raw).partition("-")
+            if kind not in BULK_ITEM_KINDS or not pk.isdecimal() or len(pk) > 18:
+                raise ValidationError("%(value)r is not a queue entry decided in bulk.", params={"value": raw})
+            if (kind, int(pk)) not in keys:
+                keys.append((kind, int(pk)))
+        if not keys:
+            raise ValidationError("Select at least one item.", code="required")
+        if len(keys) > BULK_MAX_ITEMS:
+            raise ValidationError(f"At most {BULK_MAX_ITEMS} items at a time.", code="too_many")
+        return keys
+
+
+class BulkDecisionForm(forms.Form):
+    """Approve or deny the checked entries of the queue list; a denial needs a reason (the agent
+    learns from it), as a single one does."""
+
+    action = forms.ChoiceField(choices=[("approve", "approve"), ("deny", "deny")])
+    items = ItemKeysField()
+    reason = _text(strip=True)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("action") == "deny" and not data.get("reason"):
+            self.add_error("reason", "Say why you deny them: the agents learn from the reason.")
+        return data
+
+    def error_text(self) -> str:
+        return " ".join(" ".join(str(message) for message in messages) for messages in self.errors.values())

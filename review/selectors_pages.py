@@ -117,11 +117,13 @@ def fact_page(user: Any, workspace: Workspace, fact_id: int) -> dict[str, Any]:
 def decay_svg(
     points: list[tuple[float, float]], now_days: float, width: int = 360, height: int = 120
 ) -> dict[str, Any]:
-    """Coordinates for a small inline SVG of the decay curve with "now" marked."""
+    """Coordinates for a small inline SVG of the decay curve with "now" marked, and a y-axis of
+    the weight (0–1) with its ticks; the left margin holds the tick labels."""
     max_days = points[-1][0] or 1.0
+    left = 44
 
     def xy(d: float, w: float) -> tuple[float, float]:
-        return round(10 + (width - 20) * d / max_days, 1), round(10 + (height - 30) * (1 - w), 1)
+        return round(left + (width - left - 10) * d / max_days, 1), round(10 + (height - 30) * (1 - w), 1)
 
     path = " ".join(f"{'M' if i == 0 else 'L'}{x},{y}" for i, (x, y) in enumerate(xy(d, w) for d, w in points))
     now_weight = next((w for d, w in points if d >= now_days), points[-1][1])
@@ -134,6 +136,10 @@ def decay_svg(
         "now_y": ny,
         "max_days": int(max_days),
         "baseline": height - 20,
+        "left": left,
+        "top": 10,
+        "mid_y": round((10 + height - 20) / 2),
+        "y_ticks": [{"label": f"{w:.1f}", "y": xy(0, w)[1]} for w in (0.0, 0.5, 1.0)],
     }
 
 

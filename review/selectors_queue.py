@@ -10,9 +10,11 @@ from typing import Any
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from memory.models import Candidate, Conflict, Fact, FactStatus, Workspace
+from memory import access
+from memory.models import Agent, Candidate, Conflict, Fact, FactStatus, MemoryDomain, Workspace
 from review.access import reviewable_domain_ids, reviews_for
 from review.models import RememberReview
+from review.selectors_held import waiting_candidates
 
 KINDS = {
     "remember": "Remember review",
@@ -21,6 +23,9 @@ KINDS = {
     "possible": "Possible conflict",
     "challenged": "Challenged fact",
 }
+# Kinds decided in bulk from the list: approve / deny map to these decisions. Conflicts and
+# possible conflicts need a side chosen, remember reviews an item-by-item look: one at a time.
+BULK_KINDS = {"candidate": ("approve", "deny"), "challenged": ("revalidate", "deprecate")}
 MAX_AGE_DAYS = 36_500
 
 
@@ -38,6 +43,29 @@ class QueueEntry:
     def kind_label(self) -> str:
         return KINDS[self.kind]
 
+    @property
+    def agent(self) -> Agent | None:
+        """The agent that proposed what waits here: the candidate's submitter, the remember
+        review's agent, the author of the fact that won or may contradict, of the challenged fact."""
+        obj = self.obj
+        if self.kind == "candidate":
+            return obj.submitted_by_agent
+        if self.kind == "remember":
+            return obj.agent
+        if self.kind == "conflict":
+            return obj.winner.created_by_agent if obj.winner is not None else None
+        if self.kind == "possible":
+            return obj.proposed.created_by_agent
+        return obj.created_by_agent
+
+    @property
+    def agent_name(self) -> str:
+        """The proposing agent's name ('' when a person or the system proposed it)."""
+        agent = self.agent
+        if agent is not None:
+            return agent.name
+        return getattr(self.obj, "submitted_by_label", "") if self.kind == "candidate" else ""
+
 
 def queue(user: Any, params: dict[str, str], *, limit: int = 200) -> tuple[list[QueueEntry], dict[str, int]]:
     """Entries filtered by workspace, domain, kind and age, newest (default) or oldest first, and
@@ -46,8 +74,10 @@ def queue(user: Any, params: dict[str, str], *, limit: int = 200) -> tuple[list[
     workspaces = Workspace.objects.for_user(user)
     if params.get("workspace"):
         workspaces = workspaces.filter(slug=params["workspace"])
-    if params.get("domain", "").isdecimal():  # isdigit() also says yes to "²", which int() refuses
-        domain_ids &= {int(params["domain"])}
+    if params.get("domain"):  # by label (`architecture`, `repo:web/context`), among the person's own
+        domain_ids = {
+            d.pk for d in access.domains(user, "decide").select_related("repo") if d.label == params["domain"]
+        }
     since = None
     if params.get("age", "").isdecimal():  # a century at most: further back is before year 1
         since = timezone.now() - timedelta(days=min(int(params["age"]), MAX_AGE_DAYS))
@@ -75,29 +105,18 @@ def queue(user: Any, params: dict[str, str], *, limit: int = 200) -> tuple[list[
             for r in reviews[:limit]
         ]
     if "candidate" in kinds:
-        candidates = (
-            Candidate.objects.open()
-            .filter(
-                workspace__in=workspaces,
-                domain_id__in=domain_ids,
-                requires_human_review=True,
-                human_approved_at__isnull=True,
-            )
-            .exclude(promotion_status__in=["blocked", "harness_fix"])
-            .select_related("workspace", "domain__repo")
-        )
-        if since:
-            candidates = candidates.filter(created_at__lt=since)
+        # Every candidate waiting on a person or a replay, approved-but-held ones too (issue 18).
+        candidates = waiting_candidates(workspaces, domain_ids, since=since, limit=limit)
         entries += [
             QueueEntry(
                 "candidate", f"candidate-{c.pk}", c.proposed_memory[:120], c.workspace, c.domain.label, c.created_at, c
             )
-            for c in candidates[:limit]
+            for c in candidates
         ]
     if "conflict" in kinds:
         conflicts = Conflict.objects.filter(
             workspace__in=workspaces, domain_id__in=domain_ids, reviewed_at__isnull=True, loser__veracity="human_stated"
-        ).select_related("workspace", "domain__repo", "winner", "loser")
+        ).select_related("workspace", "domain__repo", "winner__created_by_agent", "loser")
         if since:
             conflicts = conflicts.filter(detected_at__lt=since)
         entries += [
@@ -122,7 +141,7 @@ def queue(user: Any, params: dict[str, str], *, limit: int = 200) -> tuple[list[
             Fact.objects.filter(
                 workspace__in=workspaces, domain_id__in=domain_ids, status="challenged", superseded_by__isnull=True
             )
-            .select_related("workspace", "domain__repo")
+            .select_related("workspace", "domain__repo", "created_by_agent")
             .defer("embedding", "search_vector")
         )
         if since:
@@ -133,6 +152,8 @@ def queue(user: Any, params: dict[str, str], *, limit: int = 200) -> tuple[list[
             )
             for f in facts[:limit]
         ]
+    if params.get("agent"):
+        entries = [e for e in entries if e.agent_name == params["agent"]]
     counts = {kind: sum(1 for e in entries if e.kind == kind) for kind in KINDS}
     entries.sort(key=lambda e: e.created_at, reverse=params.get("order") != "oldest")
     return entries, counts
@@ -145,7 +166,7 @@ def possible_conflicts(workspaces: Any, domain_ids: set[int]) -> QuerySet[Confli
     return (
         Conflict.objects.filter(workspace__in=workspaces, domain_id__in=domain_ids, status=Conflict.Status.OPEN)
         .filter(existing__in=Fact.objects.filter(live), proposed__in=Fact.objects.filter(live))
-        .select_related("workspace", "domain__repo", "existing", "proposed")
+        .select_related("workspace", "domain__repo", "existing", "proposed__created_by_agent")
         .defer(*(f"{side}__{field}" for side in ("existing", "proposed") for field in ("embedding", "search_vector")))
     )
 
@@ -177,3 +198,12 @@ def entry_for(user: Any, kind: str, pk: int) -> QueueEntry | None:
     """One entry, if it is in the person's queue (else None: answered as not found)."""
     entries, _ = queue(user, {"kind": kind})
     return next((e for e in entries if e.obj.pk == pk), None)
+
+
+def filter_choices(user: Any) -> tuple[list[MemoryDomain], list[str]]:
+    """The domains (by label) and agent names a person may filter the queue by: only domains they
+    may decide and agents of their own workspaces, so the choices reveal nothing else."""
+    domains = sorted(access.domains(user, "decide").select_related("repo"), key=lambda d: d.label)
+    unique = list({d.label: d for d in domains}.values())
+    agents = access.restrict(Agent.objects.all(), user, "view").order_by("name").values_list("name", flat=True)
+    return unique, list(dict.fromkeys(agents))

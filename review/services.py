@@ -10,8 +10,11 @@ Choices this module makes where SPEC §8 leaves room:
   makes the fact's veracity `human_stated`, else `agent_inferred`.
 - memory_type: `profile` for user/profile, `convention` for project/context and
   domain/knowledge (a file kept for reuse is "how things are done here"; decays slowly).
-- The topic is the file's path, so approving a newer note on the same file later re-mentions
-  or supersedes the earlier one instead of piling up beside it.
+- The topic is what the note is about, not where it came from (the path stays as `source_file`,
+  its provenance): the topic of a live fact of the target domain kept earlier from the same file,
+  else of the live fact the note is closest to (cosine ≥ ENGRAM_CONTRADICTION_THRESHOLD), so a
+  note repeating what memory already says meets it (re-mention or conflict) instead of standing
+  beside it; else one derived from the note's first heading or clause (`topic_from_text`).
 - A layer mapped per repo (project/context → `repo:<slug>/context`) falls back to the
   workspace-wide domain of that name when the review names no repo. A missing domain is
   created (with the default grants of SPEC §2).
@@ -19,6 +22,7 @@ Choices this module makes where SPEC §8 leaves room:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -26,12 +30,13 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from pgvector.django import CosineDistance
 
 from memory.actors import Actor
 from memory.audit import record_event
 from memory.embeddings import embed_texts, fact_text
 from memory.errors import InsufficientPermission, InvalidInput, StateConflict
-from memory.models import Agent, MemoryDomain, MemoryType, Repo, ValidatedBy, Veracity, Workspace
+from memory.models import Agent, Fact, MemoryDomain, MemoryType, Repo, ValidatedBy, Veracity, Workspace
 from memory.services.conflicts import lock_topics
 from memory.services.facts import FactInput, create_episode, embed_live_without_vectors, propose_fact_locked
 from memory.services.tenancy import create_domain
@@ -342,8 +347,47 @@ def item_body(item: ReviewItem) -> str:
     return item.file_text[: min(FILE_BODY_CHARS, note_max_chars())].strip()
 
 
-def _topic(item: ReviewItem) -> str:
-    return item.path[:TOPIC_MAX]
+TOPIC_WORDS = 8
+_MARKUP = re.compile(r"^[\s#>*+\-`|]+|[`*]+")
+_CLAUSE_END = re.compile(r"[.;:!?—](?:\s|$)|\s[-–]\s")
+
+
+def topic_from_text(text: str) -> str:
+    """A topic for a note that meets no live fact: its first non-empty line's first clause, without
+    markdown marks, in lower case, at most TOPIC_WORDS words (`Ingest runs as a Celery worker; …`
+    → `ingest runs as a celery worker`)."""
+    for line in text.splitlines():
+        line = _MARKUP.sub("", line).strip()
+        if not any(ch.isalnum() for ch in line):
+            continue
+        clause = _CLAUSE_END.split(line, maxsplit=1)[0]
+        words = clause.split()[:TOPIC_WORDS]
+        topic = " ".join(words).strip(" ,.;:!?\"'()[]").lower()
+        if topic:
+            return topic[:TOPIC_MAX]
+    return "remembered note"
+
+
+def _topic_for(item: ReviewItem, body: str, domain: MemoryDomain | None, vector: list[float]) -> str:
+    """Where the note meets memory (see the module docstring): an earlier note of the same file,
+    else the closest live fact of the domain, else a topic of its own."""
+    if domain is not None:
+        live = Fact.objects.live().filter(domain=domain)
+        same_file = (
+            live.filter(source_file=item.path).order_by("-last_mentioned_at", "-pk").values_list("topic", flat=True)
+        )
+        if topic := same_file.first():
+            return topic
+        nearest = (
+            live.filter(embedding__isnull=False)
+            .annotate(distance=CosineDistance("embedding", vector))
+            .order_by("distance", "pk")
+            .values_list("topic", "distance")
+            .first()
+        )
+        if nearest is not None and 1 - nearest[1] >= settings.ENGRAM_CONTRADICTION_THRESHOLD:
+            return nearest[0]
+    return topic_from_text(body)
 
 
 @dataclass
@@ -351,20 +395,30 @@ class _Planned:
     item_id: int
     text: str
     vector: list[float]
+    topic: str
+    layer: str
 
 
 def _prepare_vectors(review: RememberReview, by: Actor) -> dict[int, _Planned]:
-    """Outside any transaction: embed what approval is about to store, and give the live facts
-    it will be compared with a vector, so the locked part runs no model inference."""
+    """Outside any transaction: choose each note's topic (by its meaning, against the live facts
+    of its domain), embed what approval is about to store, and give the live facts it will be
+    compared with a vector, so the locked part runs no model inference."""
     items = [i for i in review.items.order_by("order") if i.selected]
     planned = [(item, item_body(item)) for item in items]
     planned = [(item, body) for item, body in planned if body]
-    vectors = embed_texts([fact_text(_topic(item), body) for item, body in planned])
-    for item, _ in planned:
+    meanings = embed_texts([body for _, body in planned])
+    topics: list[str] = []
+    for (item, body), meaning in zip(planned, meanings, strict=True):
         domain = _domain_for(review, item.layer, by, create=False)
+        topic = _topic_for(item, body, domain, meaning)
+        topics.append(topic)
         if domain is not None:
-            embed_live_without_vectors(domain.pk, _topic(item))
-    return {item.pk: _Planned(item.pk, body, vector) for (item, body), vector in zip(planned, vectors, strict=True)}
+            embed_live_without_vectors(domain.pk, topic)
+    vectors = embed_texts([fact_text(topic, body) for (_, body), topic in zip(planned, topics, strict=True)])
+    return {
+        item.pk: _Planned(item.pk, body, vector, topic, item.layer)
+        for (item, body), vector, topic in zip(planned, vectors, topics, strict=True)
+    }
 
 
 def resolution_note(
@@ -442,7 +496,11 @@ def _approve_locked(
         review.reviewer_note = _normalise_newlines(reviewer_note).strip()[:REVIEWER_NOTE_MAX]
     items = list(ReviewItem.objects.select_for_update().filter(review=review).order_by("order"))
     bodies = {item.pk: item_body(item) for item in items if item.selected}
-    if any(body and (item_id not in planned or planned[item_id].text != body) for item_id, body in bodies.items()):
+    layers = {item.pk: item.layer for item in items}
+    if any(
+        body and (item_id not in planned or planned[item_id].text != body or planned[item_id].layer != layers[item_id])
+        for item_id, body in bodies.items()
+    ):
         raise _StalePlan
     now = timezone.now()
     stored: list[dict[str, Any]] = []
@@ -459,7 +517,7 @@ def _approve_locked(
                 assert domain is not None
                 domains[item.pk] = domain
         # Every topic this approval writes, locked up front in one order (see lock_topics).
-        lock_topics((domains[item.pk].pk, _topic(item)) for item in items if item.pk in domains)
+        lock_topics((domains[item.pk].pk, planned[item.pk].topic) for item in items if item.pk in domains)
     for item in items:
         if not item.selected:
             continue
@@ -473,7 +531,7 @@ def _approve_locked(
         result = propose_fact_locked(
             domain=domain,
             data=FactInput(
-                topic=_topic(item),
+                topic=planned[item.pk].topic,
                 content=body,
                 memory_type=LAYER_MEMORY_TYPE[item.layer],
                 veracity=Veracity.HUMAN_STATED if edited else Veracity.AGENT_INFERRED,

@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from review import views, views_auth, views_pages, views_queue, views_remember, views_runs
+from review import views, views_auth, views_held, views_pages, views_queue, views_queue_bulk, views_remember, views_runs
 
 app_name = "review"
 
@@ -9,6 +9,7 @@ urlpatterns = [
     path("login/", views_auth.SignInView.as_view(), name="login"),
     path("logout/", views_auth.SignOutView.as_view(), name="logout"),
     path("review/", views_queue.queue_page, name="queue"),
+    path("review/bulk/", views_queue_bulk.queue_bulk, name="queue-bulk"),
     re_path(
         r"^review/(?P<kind>candidate|conflict|possible|challenged)/(?P<pk>[0-9]+)/$",
         views_queue.queue_detail,
@@ -19,6 +20,8 @@ urlpatterns = [
         views_queue.queue_decide,
         name="queue-decide",
     ),
+    path("review/candidate/<int:pk>/diff/", views_queue.candidate_diff, name="candidate-diff"),
+    path("review/candidate/<int:pk>/complete/", views_held.candidate_complete, name="candidate-complete"),
     path("access/<slug:slug>/", views_pages.grants, name="grants"),
     path("access/<slug:slug>/grant/", views_pages.grant_set, name="grant-set"),
     path("access/<slug:slug>/changes/", views_pages.grant_changes, name="grant-changes"),

@@ -7,8 +7,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from memory import access
-from memory.models import AuditEvent, Fact
+from memory.models import Fact
 from review.selectors import pending_reviews_for_user
+from review.selectors_activity import recent_activity
 from review.selectors_queue import KINDS, queue
 
 
@@ -23,7 +24,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         request.user,
         "view",
     ).count()
-    activity = AuditEvent.objects.filter(workspace__in=visible_workspaces).select_related("workspace")[:15]
+    activity = recent_activity(request.user, visible_workspaces)
     return render(
         request,
         "review/dashboard.html",

@@ -24,6 +24,7 @@ from memory.services.policies import activate_policy, deactivate_policy, set_pol
 from memory.services.tenancy import set_grant
 from review import selectors_pages as pages
 from review.access import is_workspace_admin, reviewable_domains, workspace_for
+from review.diff import render_inline
 from review.forms import GrantForm
 
 
@@ -114,7 +115,20 @@ def browser(request: HttpRequest, slug: str) -> HttpResponse:
 def fact_detail(request: HttpRequest, slug: str, fact_id: int) -> HttpResponse:
     workspace = workspace_for(request.user, slug)
     context = {"workspace": workspace, "tab": "facts", **pages.fact_page(request.user, workspace, fact_id)}
+    context["history_rows"] = _history_rows(context["history"])
     return render(request, "review/fact.html", context)
+
+
+def _history_rows(history: list[Any]) -> list[tuple[Any, int | None, Any]]:
+    """Each version of the chain with the version it replaced and a word diff from that one's text
+    (None for the first)."""
+    replaced = {h.superseded_by_id: h for h in history if h.superseded_by_id}
+    rows = []
+    for h in history:
+        before = replaced.get(h.pk)
+        change = render_inline(before.content, h.content) if before is not None else None
+        rows.append((h, before.pk if before is not None else None, change))
+    return rows
 
 
 @login_required

@@ -3,21 +3,47 @@ diffs and the evidence, and decisions taken in place with htmx."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
 from memory.actors import Actor
-from memory.errors import EngramError
-from memory.models import PromotionDecision, Workspace
+from memory.errors import EngramError, InsufficientPermission, StateConflict
+from memory.models import Candidate, Workspace
 from memory.services import promotion
 from memory.services.conflict_reviews import review_conflict
 from memory.services.conflicts import decide_conflict
 from memory.services.lifecycle import deprecate_fact, revalidate_fact
-from review.diff import render_inline, render_side_by_side
+from review.diff import compare_texts
 from review.forms import QueueDecisionForm
-from review.selectors_queue import KINDS, decided_possible_conflict, entry_for, live_rivals, queue
+from review.selectors_items import (
+    ItemOutcome,
+    candidate_outcome,
+    challenge_of,
+    decided_of,
+    evidence_links,
+    fact_url,
+    gate_rows,
+    item_entry,
+    last_candidate_outcome,
+    proposer_of,
+)
+from review.selectors_queue import (
+    BULK_KINDS,
+    KINDS,
+    QueueEntry,
+    entry_for,
+    filter_choices,
+    live_rivals,
+    queue,
+)
 
 # The buttons of a possible conflict: the resolution, and which fact wins a contradiction.
 POSSIBLE_ACTIONS = {
@@ -28,15 +54,35 @@ POSSIBLE_ACTIONS = {
 }
 
 
-def _queue_context(request: HttpRequest) -> dict:
-    params = request.GET.dict() if request.method == "GET" else request.POST.dict()
+# The list's own parameters: the filters, the order and the page (the item pages' URLs carry them too).
+LIST_PARAMS = ("workspace", "kind", "domain", "agent", "age", "order")
+PAGE_SIZE = 25
+
+
+def _queue_context(request: HttpRequest, current_key: str | None = None) -> dict:
+    """The list beside every queue page: one page of entries (PAGE_SIZE), the counts over all
+    filtered entries, the filter choices (only what the person may see) and the query string
+    that keeps filters and page on refresh. `current_key` ("<kind>-<pk>") is highlighted; an
+    htmx refresh names it in `current`."""
+    source = request.GET if request.method == "GET" else request.POST
+    params = {name: source.get(name, "") for name in LIST_PARAMS if source.get(name)}
     entries, counts = queue(request.user, params)
+    page = Paginator(entries, PAGE_SIZE).get_page(source.get("page"))
+    filters = urlencode(params)
+    domains, agents = filter_choices(request.user)
     return {
-        "entries": entries,
+        "entries": list(page),
+        "page_obj": page,
         "counts": counts,
         "params": params,
+        "filter_query": filters,
+        "list_query": urlencode({**params, "page": str(page.number)}) if page.number > 1 else filters,
+        "current_key": current_key or source.get("current", ""),
+        "bulk_kinds": BULK_KINDS,
         "kinds": KINDS,
         "workspaces": Workspace.objects.for_user(request.user),
+        "domains": domains,
+        "agents": agents,
     }
 
 
@@ -47,39 +93,98 @@ def queue_page(request: HttpRequest) -> HttpResponse:
 
 
 def _detail_context(request: HttpRequest, kind: str, pk: int) -> dict:
+    """Everything the detail of one item shows, pending or decided: a decided item (no longer in the
+    person's queue) is shown read-only with who decided it and, for a candidate, what became of it.
+    Raises Http404 outside the person's workspaces and reviewable domains."""
     entry = entry_for(request.user, kind, pk)
+    pending = entry is not None
     if entry is None:
-        raise Http404("Not in your queue.")
-    context: dict = {"entry": entry}
+        entry = item_entry(request.user, kind, pk)
+        if entry is None:
+            raise Http404("Not in your queue.")
+    context: dict[str, Any] = {"entry": entry, "kind": kind, "pk": pk, "pending": pending}
+    if not pending:
+        context["decided"] = decided_of(entry)
+    obj = entry.obj
     if kind == "candidate":
-        candidate = entry.obj
-        context["gates"] = promotion.compute_gates(candidate)
+        context["gates"] = promotion.compute_gates(obj)
+        context["gate_rows"] = gate_rows(obj, request.user)
+        context["proposer"] = proposer_of(obj)
+        context["evidence"] = evidence_links(obj)
         context["rivals"] = [
-            (
-                f,
-                render_inline(f.content, candidate.proposed_memory),
-                render_side_by_side(f.content, candidate.proposed_memory),
-            )
-            for f in live_rivals(candidate)
+            (f, compare_texts(f.content, obj.proposed_memory, old_label=f"current · fact #{f.pk}"))
+            for f in live_rivals(obj)
+            if f.pk != obj.fact_id  # once promoted, its own fact is no rival
         ]
-        latest = candidate.replays.select_related("recorded_by_agent").order_by("-created_at", "-id")[:5]
-        context["replays"] = [(r, promotion.replay_standing(candidate, r)) for r in latest]
+        context["restated"] = promotion.restated_fact(obj) if pending and context["rivals"] else None
+        latest = obj.replays.select_related("recorded_by_agent").order_by("-created_at", "-id")[:5]
+        context["replays"] = [(r, promotion.replay_standing(obj, r)) for r in latest]
+        if not pending:
+            context["outcome"] = last_candidate_outcome(obj)
     elif kind == "conflict":
-        conflict = entry.obj
-        context["diff"] = render_inline(conflict.loser.content, conflict.winner.content)
-        context["side"] = render_side_by_side(conflict.loser.content, conflict.winner.content)
+        context["d"] = compare_texts(
+            obj.loser.content,
+            obj.winner.content,
+            old_label=f"lost (human-stated) · fact #{obj.loser_id}",
+            new_label=f"won · fact #{obj.winner_id}",
+        )
     elif kind == "possible":
-        conflict = entry.obj
-        context["diff"] = render_inline(conflict.existing.content, conflict.proposed.content)
-        context["side"] = render_side_by_side(conflict.existing.content, conflict.proposed.content)
+        context["d"] = compare_texts(
+            obj.existing.content,
+            obj.proposed.content,
+            old_label=f"existing · fact #{obj.existing_id}",
+            new_label=f"proposed · fact #{obj.proposed_id}",
+        )
     elif kind == "challenged":
-        context["rivals"] = [(f, render_inline(entry.obj.content, f.content), None) for f in live_rivals(entry.obj)]
+        context["challenge"] = challenge_of(obj)
+        context["rivals"] = [
+            (f, compare_texts(obj.content, f.content, old_label="challenged", new_label=f"live · fact #{f.pk}"))
+            for f in live_rivals(obj)
+        ]
     return context
+
+
+def _is_htmx(request: HttpRequest) -> bool:
+    return bool(request.htmx and not request.htmx.boosted)  # type: ignore[attr-defined]
+
+
+def _render_item(request: HttpRequest, context: dict[str, Any], *, status: int = 200) -> HttpResponse:
+    """The detail fragment for htmx; else the whole queue page with this item open and marked in
+    the list (an item's URL can be bookmarked, shared, opened in a tab)."""
+    if _is_htmx(request):
+        return render(request, "review/queue_detail.html", context, status=status)
+    full = {**_queue_context(request, current_key=f"{context['kind']}-{context['pk']}"), **context}
+    return render(request, "review/queue_item.html", full, status=status)
 
 
 @login_required
 def queue_detail(request: HttpRequest, kind: str, pk: str) -> HttpResponse:
-    return render(request, "review/queue_detail.html", _detail_context(request, kind, int(pk)))
+    return _render_item(request, _detail_context(request, kind, int(pk)))
+
+
+def _trigger(kind: str, pk: int) -> str:
+    return json.dumps({"queue-changed": True, "engram:decided": {"kind": kind, "id": pk}})
+
+
+def _already_decided(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
+    """409: someone decided the item meanwhile. Shown in place: who decided what and when, the
+    item read-only (its buttons disabled). Without htmx: back to the item page with the message."""
+    context = _detail_context(request, kind, pk)
+    decided = context.get("decided")
+    if decided is None:  # still pending after all (a race the other way): show it as it is
+        return _render_item(request, context)
+    when = f" at {decided.when:%Y-%m-%d %H:%M} UTC" if decided.when else ""
+    message = (
+        f"Already decided: {decided.who} {decided.what}{when}. Your action changed nothing; "
+        "the item is shown as it stands now."
+    )
+    if not _is_htmx(request):
+        messages.error(request, message)
+        return redirect("review:queue-detail", kind=kind, pk=pk)
+    context["conflict_message"] = message
+    response = render(request, "review/queue_detail.html", context, status=409)
+    response["HX-Trigger"] = json.dumps({"queue-changed": True})
+    return response
 
 
 @login_required
@@ -87,63 +192,114 @@ def queue_detail(request: HttpRequest, kind: str, pk: str) -> HttpResponse:
 def queue_decide(request: HttpRequest, kind: str, pk: str) -> HttpResponse:
     """approve / edit-and-approve / deny (candidates), keep / restore (conflicts), same /
     existing_wins / proposed_wins / both_true (possible conflicts), revalidate / deprecate
-    (challenged facts). Answers the refreshed detail; the queue reloads on the trigger. A possible
-    conflict decided already answers 409 (`conflict_decided`)."""
-    entry = entry_for(request.user, kind, int(pk))
-    if entry is None and kind == "possible" and (decided := decided_possible_conflict(request.user, int(pk))):
-        detail = f"This possible conflict was already decided ({decided.get_resolution_display()})."
-        response = render(request, "review/queue_detail.html", {"entry": None, "error": detail}, status=409)
-        response["HX-Trigger"] = "queue-changed"
-        return response
+    (challenged facts). htmx: answers the outcome (with links to what happened) and triggers
+    `queue-changed` and `engram:decided`; a plain form POST is redirected to the item page with
+    the outcome as a message. Decided meanwhile: 409 with who decided what and when. Invalid
+    (deny without a reason, an empty edit): 422 with the whole detail and the input kept."""
+    item_pk = int(pk)
+    entry = entry_for(request.user, kind, item_pk)
     if entry is None:
-        raise Http404("Not in your queue (decided meanwhile, or not yours to decide).")
+        if item_entry(request.user, kind, item_pk) is None:
+            raise Http404("Not in your queue, or not yours to decide.")
+        return _already_decided(request, kind, item_pk)
     form = QueueDecisionForm(request.POST, kind=kind)
     if not form.is_valid():
         return HttpResponse("Unknown action for this item.", status=400)
-    by = Actor.of_user(request.user)
-    action, reason = form.cleaned_data["action"], form.cleaned_data["reason"]
-    message = ""
     try:
-        if kind == "candidate":
-            decision = promotion.decide_candidate(
-                candidate=entry.obj,
-                by=by,
-                action=action,
-                reason=reason,
-                edited_text=form.cleaned_data["text"] if action == "edit_approve" else None,
-            )
-            if decision.decision == PromotionDecision.Kind.DENY:
-                message = "Denied."
-            elif decision.fact_id:
-                message = f"Approved and promoted: fact #{decision.fact_id}."
-            else:
-                message = "Approved; promotion still waits on: " + ", ".join(promotion.failing(decision.scorecard))
-        elif kind == "conflict":
-            restored = review_conflict(conflict=entry.obj, by=by, restore_loser=action == "restore", reason=reason)
-            message = f"Restored as fact #{restored.pk}." if restored else "Decision kept."
-        elif kind == "possible":
-            resolution, side = POSSIBLE_ACTIONS[action]
-            winner_id = getattr(entry.obj, f"{side}_id") if side else None
-            decide_conflict(conflict=entry.obj, by=by, resolution=resolution, winner_id=winner_id, note=reason)
-            message = {
-                "same": "Recorded as the same fact: the newer one is now a mention of the older.",
-                "contradicts": f"Recorded as a contradiction: fact #{winner_id} stands, the other is superseded.",
-                "both_true": "Recorded as both true: both stay, and this pair will not be asked again.",
-            }[resolution]
-        elif action == "revalidate":
-            revalidate_fact(fact=entry.obj, by=by, validated_by="human", note=reason)
-            message = "Revalidated: the fact is active again."
-        else:
-            deprecate_fact(fact=entry.obj, by=by, reason=reason)
-            message = "Deprecated: it leaves recall."
+        outcome = _decide(entry, Actor.of_user(request.user), form)
+    except StateConflict:
+        return _already_decided(request, kind, item_pk)
+    except InsufficientPermission as exc:
+        return HttpResponse(exc.detail, status=403, content_type="text/plain; charset=utf-8")
     except EngramError as exc:
-        response = render(
-            request,
-            "review/queue_detail.html",
-            {"entry": entry, "error": exc.detail},
-            status=409 if exc.status == 409 else 422,
-        )
-        return response
-    response = render(request, "review/queue_detail.html", {"entry": None, "done": message})
-    response["HX-Trigger"] = "queue-changed"
+        context = _detail_context(request, kind, item_pk)
+        typed = {
+            "reason": form.cleaned_data["reason"],
+            "edited_text": form.edit,
+            "on_restatement": form.cleaned_data["on_restatement"] or "keep",
+            "action": form.cleaned_data["action"],
+        }
+        context.update(error=exc.detail, error_fields=exc.fields, typed=typed)
+        return _render_item(request, context, status=422)
+    if not _is_htmx(request):
+        messages.success(request, outcome.headline)
+        return redirect("review:queue-detail", kind=kind, pk=item_pk)
+    response = render(
+        request,
+        "review/queue_detail.html",
+        {"entry": entry, "kind": kind, "pk": item_pk, "outcome": outcome, "fresh": True},
+    )
+    response["HX-Trigger"] = _trigger(kind, item_pk)
     return response
+
+
+def _decide(entry: QueueEntry, by: Actor, form: QueueDecisionForm) -> ItemOutcome:
+    """Apply the decision through its service; what it did, stated as it is."""
+    action, reason, obj = form.cleaned_data["action"], form.cleaned_data["reason"], entry.obj
+    ws = entry.workspace
+    if entry.kind == "candidate":
+        decision = promotion.decide_candidate(
+            candidate=obj,
+            by=by,
+            action=action,
+            reason=reason,
+            edited_text=form.edit if action == "edit_approve" else None,
+            on_restatement=form.cleaned_data["on_restatement"] or "keep",
+        )
+        decision.candidate = Candidate.objects.select_related("workspace").get(pk=obj.pk)
+        return candidate_outcome(decision)
+    if entry.kind == "conflict":
+        restored = review_conflict(conflict=obj, by=by, restore_loser=action == "restore", reason=reason)
+        if restored is not None:
+            return ItemOutcome(
+                "restored",
+                f"Restored the human-stated wording as fact #{restored.pk}.",
+                [(f"fact #{restored.pk}", fact_url(ws, restored.pk))],
+            )
+        return ItemOutcome(
+            "kept",
+            f"Kept the decision: fact #{obj.winner_id} stands, fact #{obj.loser_id} stays superseded.",
+            [(f"fact #{obj.winner_id}", fact_url(ws, obj.winner_id))],
+        )
+    if entry.kind == "possible":
+        resolution, side = POSSIBLE_ACTIONS[action]
+        winner_id = getattr(obj, f"{side}_id") if side else None
+        conflict = decide_conflict(conflict=obj, by=by, resolution=resolution, winner_id=winner_id, note=reason)
+        pair = [(f"fact #{obj.existing_id}", fact_url(ws, obj.existing_id))]
+        pair.append((f"fact #{obj.proposed_id}", fact_url(ws, obj.proposed_id)))
+        if resolution == "same":
+            older, newer = sorted((obj.existing, obj.proposed), key=lambda f: (f.created_at, f.pk))
+            return ItemOutcome(
+                "same",
+                f"Recorded as the same fact: fact #{newer.pk} is now a mention of fact #{older.pk}.",
+                [(f"fact #{older.pk}", fact_url(ws, older.pk))],
+            )
+        if resolution == "contradicts":
+            return ItemOutcome(
+                "contradicts",
+                f"Recorded as a contradiction: fact #{conflict.winner_id} stands, "
+                f"fact #{conflict.loser_id} is superseded.",
+                pair,
+            )
+        return ItemOutcome("both_true", "Recorded as both true: both stay, and this pair is not asked again.", pair)
+    if action == "revalidate":
+        revalidate_fact(fact=obj, by=by, validated_by="human", note=reason)
+        return ItemOutcome(
+            "revalidated", f"Revalidated: fact #{obj.pk} is active again.", [(f"fact #{obj.pk}", fact_url(ws, obj.pk))]
+        )
+    deprecate_fact(fact=obj, by=by, reason=reason)
+    return ItemOutcome(
+        "deprecated", f"Deprecated: fact #{obj.pk} leaves recall.", [(f"fact #{obj.pk}", fact_url(ws, obj.pk))]
+    )
+
+
+@login_required
+@require_POST
+def candidate_diff(request: HttpRequest, pk: str) -> HttpResponse:
+    """The live diff of the edit box: the reviewer's text against the agent's wording."""
+    entry = item_entry(request.user, "candidate", int(pk))
+    if entry is None:
+        raise Http404("Not in your queue.")
+    text = request.POST.get("edited_text", request.POST.get("text", ""))
+    d = compare_texts(entry.obj.proposed_memory, text, old_label="agent's wording", new_label="your edit")
+    return render(request, "review/_diff.html", {"d": d, "live": True})

@@ -4,7 +4,8 @@ to a live fact of its domain and topic, for every path that compares facts — p
 (through propose) and a person's decision in the review queue.
 
 - SAME → `apply_same`: a re-mention, or a fact merged into the one it restates; either way what
-  was said is kept as a FactMention of the fact that stays.
+  was said is kept as a FactMention of the fact that stays. A person approving a promotion may
+  instead choose the new wording (`apply_replacement`): it supersedes the old, rule `human`.
 - CONTRADICTS → `apply_conflict`: the rule (veracity, then confidence, then newer) or a person
   picks the winner, the loser is superseded, a Conflict row records it, and a promoted active
   loser is challenged so reviewers see it.
@@ -306,6 +307,63 @@ def apply_conflict(
     if loser.origin_candidate_id is not None and loser.status == FactStatus.ACTIVE:
         challenge_fact(fact=loser, by=by, reason=ChallengeReason.CONFLICT, detail=f"lost conflict {conflict.pk}")
         loser.refresh_from_db(fields=["status", "status_changed_at"])
+    return conflict
+
+
+def apply_replacement(
+    *,
+    new: Fact,
+    old: Fact,
+    by: Actor,
+    similarity: float,
+    reason: str,
+    now: datetime | None = None,
+) -> Conflict:
+    """A person chose, before approving, to replace the live `old` with `new` although `new` only
+    restates it (a SAME the write would have kept as a re-mention): `new` supersedes `old` by the
+    rule `human`, and a decided, already reviewed Conflict row records the pair. No challenge: a
+    reviewer has just decided it. Raises InvalidInput unless `by` is a person."""
+    if by.user is None:
+        raise InvalidInput("Only a person replaces a fact's wording this way.", code="human_review_required")
+    now = now or timezone.now()
+    why = f"a person replaced its wording with fact {new.pk}"
+    _supersede(new, old, f"{why} ({reason})" if reason else why, now)
+    conflict = Conflict.objects.create(
+        workspace_id=new.workspace_id,
+        domain_id=new.domain_id,
+        topic=new.topic,
+        existing=old,
+        proposed=new,
+        winner=new,
+        loser=old,
+        rule=Conflict.Rule.HUMAN,
+        status=Conflict.Status.DECIDED,
+        resolution=Conflict.Resolution.CONTRADICTS,
+        reason=f"restatement, new wording chosen by a person: {reason}"[:500],
+        similarity=round(similarity, 4),
+        detected_by="review",
+        detected_at=now,
+        decided_at=now,
+        decided_by=by.user,
+        decision_note="replace the wording",
+        # A person's decision is also a review: it does not wait in the queue of conflicts lost by people.
+        reviewed_at=now,
+        reviewed_by=by.user,
+    )
+    record_event(
+        actor=by,
+        verb="fact.conflict",
+        workspace_id=new.workspace_id,
+        target=conflict,
+        detail={
+            "winner": new.pk,
+            "loser": old.pk,
+            "rule": Conflict.Rule.HUMAN,
+            "similarity": conflict.similarity,
+            "reason": conflict.reason,
+            "by": "review",
+        },
+    )
     return conflict
 
 

@@ -23,7 +23,7 @@ from django.utils import timezone
 from memory.actors import Actor
 from memory.audit import record_event, record_events
 from memory.embeddings import embed_text, embed_texts, fact_text
-from memory.errors import FactNotLive, InvalidInput, NotFound, ProtectedFact, VeracityNotAllowed
+from memory.errors import EngramError, FactNotLive, InvalidInput, NotFound, ProtectedFact, VeracityNotAllowed
 from memory.models import (
     VERACITY_WEIGHT,
     Conflict,
@@ -38,6 +38,7 @@ from memory.models import (
 from memory.services.conflicts import (
     Said,
     apply_conflict,
+    apply_replacement,
     apply_same,
     compare,
     lock_topic,
@@ -104,6 +105,9 @@ class FactInput:
     # Set by services only, never from a caller's input: a person's act (approving a promotion
     # candidate) vouches for this text, so it may be human_stated whoever performs the write.
     vouched_by_person: bool = False
+    # Set by services only: what a restatement (SAME) of a live fact does. `keep` the live fact's
+    # wording (a re-mention), or `replace` it with this text (a person chose so before approving).
+    on_restatement: str = "keep"
 
 
 def may_state(by: Actor, veracity: str) -> bool:
@@ -159,10 +163,20 @@ def validate_fact_input(data: FactInput) -> None:
 
 def embed_live_without_vectors(domain_id: int, topic: str) -> None:
     """Give live same-topic facts a vector before comparing (outside any transaction)."""
+    embed_live_without_vectors_of([(domain_id, topic)])
+
+
+def embed_live_without_vectors_of(keys: Iterable[tuple[int, str]]) -> None:
+    """embed_live_without_vectors for several (domain id, topic) pairs, in one query."""
+    which = Q()
+    count = 0
+    for domain_id, topic in set(keys):
+        which |= Q(domain_id=domain_id, topic=topic)
+        count += 1
+    if not count:
+        return
     rows = list(
-        Fact.objects.live()
-        .filter(domain_id=domain_id, topic=topic, embedding__isnull=True)
-        .values_list("pk", "topic", "content")[:50]
+        Fact.objects.live().filter(which, embedding__isnull=True).values_list("pk", "topic", "content")[: 50 * count]
     )
     if not rows:
         return
@@ -207,6 +221,44 @@ def _check_proposal(*, domain: MemoryDomain, data: FactInput, by: Actor) -> None
     validate_fact_input(data)
 
 
+def propose_facts(*, items: Sequence[IngestItem], by: Actor) -> list[ProposalResult | EngramError]:
+    """propose_fact for each item, in order, with the same checks, rules, outcomes and audit as if
+    they had been proposed one after another (an item restating an earlier one re-mentions it).
+    Every item is checked first; the vectors of those that pass are computed in one bulk call
+    before any transaction; they are then written in one transaction, each item that is compared
+    row by row in its own savepoint, so a refused item writes nothing and leaves the others
+    written. Answers, per item, its ProposalResult or the EngramError that refused it."""
+    answers: dict[int, ProposalResult | EngramError] = {}
+    hidden: dict[int, EngramError | None] = {}
+    accepted: list[int] = []
+    for index, item in enumerate(items):
+        try:
+            if by.agent is not None:
+                if item.domain.pk not in hidden:
+                    try:
+                        require_visible_domain(by.agent, item.domain)
+                        hidden[item.domain.pk] = None
+                    except EngramError as error:
+                        hidden[item.domain.pk] = error
+                if (hidden_domain := hidden[item.domain.pk]) is not None:
+                    raise hidden_domain
+            check_veracity_authority(by, item.data.veracity, vouched_by_person=item.data.vouched_by_person)
+            validate_fact_input(item.data)
+            _check_sources(item.domain.workspace_id, item.data.source_observation_ids, by)
+            _check_episode(item.domain.workspace_id, item.data.episode_id, by)
+        except EngramError as refused:
+            answers[index] = refused
+            continue
+        accepted.append(index)
+    if accepted:
+        batch = [items[i] for i in accepted]
+        vectors = embed_texts([fact_text(i.data.topic, i.data.content) for i in batch], batch_size=32, bulk=True)
+        embed_live_without_vectors_of((i.domain.pk, i.data.topic) for i in batch)
+        for index, answer in zip(accepted, _ingest_batch(batch, vectors, by, refusals=True), strict=True):
+            answers[index] = answer
+    return [answers[index] for index in range(len(items))]
+
+
 @transaction.atomic
 def _propose_locked(*, domain: MemoryDomain, data: FactInput, by: Actor, vector: list[float]) -> ProposalResult:
     lock_topic(domain.pk, data.topic)
@@ -216,7 +268,7 @@ def _propose_locked(*, domain: MemoryDomain, data: FactInput, by: Actor, vector:
     live = list(Fact.objects.select_for_update().filter(domain=domain, topic=data.topic).live().order_by("pk"))
     match = relate(data.content, vector, live)
 
-    if match is not None and match.kind == Relation.SAME:
+    if match is not None and match.kind == Relation.SAME and data.on_restatement != "replace":
         said = Said(data.content, data.veracity, data.observed_at or now, by.agent, by.user, episode)
         apply_same(fact=match.fact, said=said, by=by, similarity=match.similarity, reason=match.verdict.reason, now=now)
         _link(match.fact, observations, episode)
@@ -241,7 +293,12 @@ def _propose_locked(*, domain: MemoryDomain, data: FactInput, by: Actor, vector:
         )
     if match is None:
         return ProposalResult(new, Outcome.CREATED)
-    if match.kind == Relation.UNSURE:
+    if match.kind == Relation.SAME:  # on_restatement == "replace": a person's choice
+        conflict = apply_replacement(
+            new=new, old=match.fact, by=by, similarity=match.similarity, reason=match.verdict.reason, now=now
+        )
+        outcome = Outcome.CONFLICT_WON
+    elif match.kind == Relation.UNSURE:
         conflict = open_possible_conflict(
             existing=match.fact, proposed=new, by=by, similarity=match.similarity, reason=match.verdict.reason, now=now
         )
@@ -466,8 +523,9 @@ def ingest_facts(
         if isinstance(next_batch, BaseException):
             raise next_batch
         batch, vectors = next_batch
-        for outcome in _ingest_batch(batch, vectors, by):
-            counts[outcome] = counts.get(outcome, 0) + 1
+        for result in _ingest_batch(batch, vectors, by):
+            assert isinstance(result, ProposalResult)  # without `refusals`, a refusal raises
+            counts[result.outcome] = counts.get(result.outcome, 0) + 1
         if progress is not None:
             progress(len(batch))
     thread.join()
@@ -480,13 +538,16 @@ def ingest_facts(
 
 
 @transaction.atomic
-def _ingest_batch(batch: Sequence[IngestItem], vectors: list[list[float]], by: Actor) -> list[str]:
+def _ingest_batch(
+    batch: Sequence[IngestItem], vectors: list[list[float]], by: Actor, *, refusals: bool = False
+) -> list[ProposalResult | EngramError]:
     """One batch in one transaction: every domain+topic of the batch locked in a stable order
     (one query), their live facts locked and read (one query), then each item compared in order
     against them and against the batch's own earlier items. New facts without a match — the
     common case of an import: separate from every live fact — are inserted together with their
     audit events (two queries); an item that restates, contradicts or may contradict something
-    takes propose_fact's own path, row by row."""
+    takes propose_fact's own path, row by row, in a savepoint. With `refusals`, an EngramError
+    of such an item is its answer (its savepoint undone) instead of undoing the batch."""
     keys = sorted({(item.domain.pk, item.data.topic) for item in batch})
     with connection.cursor() as cursor:
         cursor.execute(
@@ -518,7 +579,7 @@ def _ingest_batch(batch: Sequence[IngestItem], vectors: list[list[float]], by: A
         )
         pending.clear()
 
-    outcomes = []
+    answers: list[ProposalResult | EngramError] = []
     now = timezone.now()
     for item, vector in zip(batch, vectors, strict=True):
         key = (item.domain.pk, item.data.topic)
@@ -527,10 +588,15 @@ def _ingest_batch(batch: Sequence[IngestItem], vectors: list[list[float]], by: A
             fact = _new_fact(item.domain, item.data, by, vector, now)
             pending.append(fact)
             live[key].append(fact)
-            outcomes.append(Outcome.CREATED)
+            answers.append(ProposalResult(fact, Outcome.CREATED))
             continue
         flush()  # what it is compared with must exist in the database
-        outcomes.append(_propose_locked(domain=item.domain, data=item.data, by=by, vector=vector).outcome)
+        try:  # _propose_locked is atomic: nested here, a savepoint
+            answers.append(_propose_locked(domain=item.domain, data=item.data, by=by, vector=vector))
+        except EngramError as refused:
+            if not refusals:
+                raise
+            answers.append(refused)
         live[key] = list(Fact.objects.filter(domain_id=key[0], topic=key[1]).live().order_by("pk"))
     flush()
-    return outcomes
+    return answers

@@ -27,6 +27,7 @@ from memory.embeddings import embed_text, fact_text
 from memory.errors import InsufficientPermission, InvalidInput, StateConflict
 from memory.models import (
     CANDIDATE_SCHEMA,
+    AuditEvent,
     Candidate,
     Fact,
     FactStatus,
@@ -39,6 +40,7 @@ from memory.models import (
     ValidatedBy,
     Veracity,
 )
+from memory.services.conflicts import relate
 from memory.services.facts import (
     TOPIC_MAX,
     FactInput,
@@ -49,6 +51,7 @@ from memory.services.facts import (
 )
 from memory.services.lifecycle import ChallengeReason, challenge_fact, revalidate_fact
 from memory.services.tenancy import require_visible_domain
+from memory.similarity import Relation
 
 PASSED, FAILED, PENDING = "passed", "failed", "pending"
 GATES = (
@@ -731,17 +734,35 @@ def promote(*, candidate: Candidate, by: Actor, write: bool, auto: bool = False)
 CANDIDATE_ACTIONS = ("approve", "edit_approve", "deny")
 
 
+RESTATEMENT_CHOICES = ("keep", "replace")
+
+
 def decide_candidate(
-    *, candidate: Candidate, by: Actor, action: str, reason: str = "", edited_text: str | None = None
+    *,
+    candidate: Candidate,
+    by: Actor,
+    action: str,
+    reason: str = "",
+    edited_text: str | None = None,
+    on_restatement: str = "keep",
 ) -> PromotionDecision:
     """A person's decision of a candidate in the review queue, as one use case: `approve` (the
     approval, then the promotion when every gate passes), `edit_approve` (`edited_text` replaces
     the rule first) or `deny` (final, and only with a reason: the agent learns from it). Revision,
     approval and promotion commit together or not at all; the vector is computed before.
+    When the rule restates a live fact (the write classifier's SAME), `on_restatement` says what
+    the person chose: `keep` the live wording (a re-mention) or `replace` it with the rule's
+    (memory.services.conflicts.apply_replacement: the old fact superseded, rule `human`).
 
     Returns the PromotionDecision (`promote`, `refused` or `deny`). Raises InvalidInput
-    (`reason_required`, `unknown_action`, a bad text), InsufficientPermission, CandidateDecided."""
+    (`reason_required`, `unknown_action`, a bad text or choice), InsufficientPermission,
+    CandidateDecided."""
     reason = reason.strip()
+    if on_restatement not in RESTATEMENT_CHOICES:
+        raise InvalidInput(
+            f"On a restatement, one of {', '.join(RESTATEMENT_CHOICES)}.",
+            fields={"on_restatement": [", ".join(RESTATEMENT_CHOICES)]},
+        )
     if action == "deny":
         if not reason:
             raise InvalidInput(
@@ -757,26 +778,62 @@ def decide_candidate(
     text = _rule_text(edited_text or "") if action == "edit_approve" else None
     fresh = Candidate.objects.select_related("human_approved_by").get(pk=candidate.pk)
     planned = None
-    if not fresh.is_decided and by.user is not None:
-        # The gates as they will read once this person's approval (and edit) is in.
-        approved = copy.copy(fresh)
-        approved.human_approved_by, approved.human_approved_at = by.user, timezone.now()
-        approved.proposed_memory = text if text is not None else fresh.proposed_memory
-        if not failing(compute_gates(approved, write=True, auto=False)):
-            planned = _plan_vector(fresh, approved.proposed_memory)
+    # Inference before the transaction, when the gates will pass once this approval (and edit) is in.
+    if not fresh.is_decided and by.user is not None and not failing(gates_if_approved(fresh, by.user, text)):
+        planned = _plan_vector(fresh, text if text is not None else fresh.proposed_memory)
     return _with_planned_vector(
-        lambda p: _decide_candidate_locked(candidate=fresh, by=by, note=reason, text=text, planned=p), fresh, planned
+        lambda p: _decide_candidate_locked(
+            candidate=fresh, by=by, note=reason, text=text, planned=p, on_restatement=on_restatement
+        ),
+        fresh,
+        planned,
     )
+
+
+def gates_if_approved(candidate: Candidate, user: Any, text: str | None = None) -> Scorecard:
+    """The gates as they would read once `user` approved `candidate` (with `text` as its rule, if
+    given) and asked for the promotion: what would still block it. Pure: nothing is written."""
+    approved = copy.copy(candidate)
+    approved.human_approved_by, approved.human_approved_at = user, timezone.now()
+    approved.proposed_memory = text if text is not None else candidate.proposed_memory
+    return compute_gates(approved, write=True, auto=False)
+
+
+def restated_fact(candidate: Candidate, text: str | None = None) -> tuple[Fact, float] | None:
+    """The live fact the rule (or `text`) would only restate if promoted now — the write
+    classifier's SAME, earlier decisions applied, as the promotion would read it — with the
+    similarity; None when it would not re-mention anything. A read (one embedding, no write)."""
+    content = text if text is not None else candidate.proposed_memory
+    live = list(Fact.objects.filter(domain_id=candidate.domain_id, topic=candidate.topic).live().order_by("pk"))
+    if not live:
+        return None
+    match = relate(content, embed_text(fact_text(candidate.topic, content)), live)
+    if match is None or match.kind != Relation.SAME:
+        return None
+    return match.fact, match.similarity
+
+
+def _edited_by_person(candidate: Candidate) -> bool:
+    """A person rewrote the rule before it was promoted (edit-and-approve): the fact is `human_edited`."""
+    return AuditEvent.objects.filter(
+        verb="candidate.revised", target_type="candidate", target_id=candidate.pk, actor_user__isnull=False
+    ).exists()
 
 
 @transaction.atomic
 def _decide_candidate_locked(
-    *, candidate: Candidate, by: Actor, note: str, text: str | None, planned: PlannedVector | None
+    *,
+    candidate: Candidate,
+    by: Actor,
+    note: str,
+    text: str | None,
+    planned: PlannedVector | None,
+    on_restatement: str = "keep",
 ) -> PromotionDecision:
     if text is not None:
         revise_candidate(candidate=candidate, by=by, proposed_memory=text)
     approve_candidate(candidate=candidate, by=by, note=note)
-    return _decide_locked(candidate=candidate, by=by, auto=False, planned=planned)
+    return _decide_locked(candidate=candidate, by=by, auto=False, planned=planned, on_restatement=on_restatement)
 
 
 def dry_run(*, candidate: Candidate, by: Actor, auto: bool = False) -> PromotionDecision:
@@ -803,7 +860,9 @@ def dry_run(*, candidate: Candidate, by: Actor, auto: bool = False) -> Promotion
 
 
 @transaction.atomic
-def _decide_locked(*, candidate: Candidate, by: Actor, auto: bool, planned: PlannedVector | None) -> PromotionDecision:
+def _decide_locked(
+    *, candidate: Candidate, by: Actor, auto: bool, planned: PlannedVector | None, on_restatement: str = "keep"
+) -> PromotionDecision:
     candidate = _lock(candidate)  # lock, then re-check: the gates may have moved since the read
     if candidate.is_decided:
         raise CandidateDecided(candidate)
@@ -858,7 +917,9 @@ def _decide_locked(*, candidate: Candidate, by: Actor, auto: bool, planned: Plan
                 "status": FactStatus.ACTIVE,
                 "source": "promotion",
                 "rationale": candidate.root_cause_summary,
+                "human_edited": _edited_by_person(candidate),
             },
+            on_restatement=on_restatement,
         ),
         by=by,
         vector=vector,
@@ -953,3 +1014,97 @@ def deny(*, candidate: Candidate, by: Actor, reason: str = "") -> PromotionDecis
         detail={"decision": decision.pk, "reason": decision.reason},
     )
     return decision
+
+
+# --- Completion in the review queue (issue 18) --------------------------------------------------
+# A held candidate lacks what a person can supply: its scope, its anti-scope, the evidence refs
+# that trace it back to a run. A reviewer adds them in the queue, then decides. Nothing else moves:
+# replays, the human-review flag, the approval, the failure class and the origin stay as they were,
+# so a gate that needs a replay by someone other than the submitter (or a person's approval) still
+# needs it after a completion.
+COMPLETION_GATES = {"applies_to": "scope", "does_not_apply_to": "scope", "evidence_refs": "traceability"}
+COMPLETION_NOTE_MAX = 500
+
+
+def completable(gates: Scorecard) -> bool:
+    """Whether a person can complete a candidate with these gates (scope or traceability held)."""
+    return any(gates[gate]["status"] == FAILED for gate in set(COMPLETION_GATES.values()))
+
+
+@transaction.atomic
+def complete_candidate(
+    *,
+    candidate: Candidate,
+    by: Actor,
+    applies_to: list[str] | None = None,
+    does_not_apply_to: list[str] | None = None,
+    evidence_refs: list[str] | None = None,
+    note: str = "",
+) -> Candidate:
+    """A person adds what holds a candidate back (scope, anti-scope, evidence refs) and the gates
+    are computed again; additions only, each to a gate that still fails. Raises
+    InsufficientPermission (an agent, or not a decider of the domain), InvalidInput (nothing to
+    add, a bad item, a gate that already passes), CandidateDecided."""
+    if by.user is None:
+        raise InsufficientPermission(
+            "Only a person can complete a candidate in the queue.", code="human_approval_required", fields={}
+        )
+    if not _may_review(by.user, candidate):
+        raise InsufficientPermission("You may not decide this candidate's domain.", code="not_a_member")
+    errors: dict[str, Any] = {}
+    additions: dict[str, list[str]] = {}
+    for name, value in (
+        ("applies_to", applies_to),
+        ("does_not_apply_to", does_not_apply_to),
+        ("evidence_refs", evidence_refs),
+    ):
+        cleaned, problem = _strings(list(value) if value is not None else None)
+        if problem:
+            errors[name] = [problem]
+        elif cleaned:
+            additions[name] = cleaned
+    note = note.strip()
+    if len(note) > COMPLETION_NOTE_MAX:
+        errors["note"] = [f"At most {COMPLETION_NOTE_MAX} characters."]
+    if errors:
+        raise InvalidInput("Some additions are invalid; see `fields`.", fields=errors)
+    if not additions:
+        raise InvalidInput(
+            "Add a scope, an anti-scope or an evidence ref: nothing was added.",
+            code="nothing_to_add",
+            fields={"non_field_errors": ["Nothing to add."]},
+        )
+    candidate = _lock(candidate)  # lock, then re-check: someone may have completed or decided it
+    if candidate.is_decided:
+        raise CandidateDecided(candidate)
+    gates = compute_gates(candidate)
+    for name in additions:
+        gate = COMPLETION_GATES[name]
+        if gates[gate]["status"] != FAILED:
+            errors[name] = [f"The {gate} gate already passes; nothing holds it back."]
+    merged = {name: list(getattr(candidate, name) or []) for name in additions}
+    for name, items in additions.items():
+        merged[name] += [item for item in items if item not in merged[name]]
+        if len(merged[name]) > LIST_MAX:
+            errors.setdefault(name, []).append(f"At most {LIST_MAX} items in all.")
+    if errors:
+        raise InvalidInput("These additions cannot be made; see `fields`.", code="not_held", fields=errors)
+    now = timezone.now()
+    before = {name: list(getattr(candidate, name) or []) for name in additions}
+    for name, items in merged.items():
+        setattr(candidate, name, items)
+    candidate.save(update_fields=[*merged, "updated_at"])
+    gates = _refresh_status(candidate, now)
+    record_event(
+        actor=by,
+        verb="candidate.completed",
+        workspace_id=candidate.workspace_id,
+        target=candidate,
+        detail={
+            "added": {name: [i for i in merged[name] if i not in before[name]] for name in merged},
+            "note": note,
+            "promotion_status": candidate.promotion_status,
+            "failing": failing(gates),
+        },
+    )
+    return candidate

@@ -3,6 +3,7 @@ is lost. Real PostgreSQL and the real model; the relations come from memory.simi
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -293,14 +294,16 @@ def test_the_queue_lists_a_possible_conflict_and_a_reviewer_decides_it(world, cl
     html = detail.content.decode()
     assert "Mia" in html and "Omar" in html and "unsure" in html
     decided = client.post(
-        f"/review/possible/{omar.conflict_id}/decide/", {"action": "existing_wins", "reason": "Mia took over"}
+        f"/review/possible/{omar.conflict_id}/decide/",
+        {"action": "existing_wins", "reason": "Mia took over"},
+        HTTP_HX_REQUEST="true",
     )
-    assert decided.status_code == 200 and decided["HX-Trigger"] == "queue-changed"
+    assert decided.status_code == 200 and "queue-changed" in json.loads(decided["HX-Trigger"])
     conflict = Conflict.objects.get()
     assert (conflict.winner_id, conflict.rule, conflict.decided_by) == (mia.pk, "human", world.reviewer)
     assert conflict.decision_note == "Mia took over"
-    again = client.post(f"/review/possible/{omar.conflict_id}/decide/", {"action": "both_true"})
-    assert again.status_code == 409 and "already decided" in again.content.decode()
+    again = client.post(f"/review/possible/{omar.conflict_id}/decide/", {"action": "both_true"}, HTTP_HX_REQUEST="true")
+    assert again.status_code == 409 and "Already decided: reviewer decided it" in again.content.decode()
     assert client.get("/review/?kind=possible").context["entries"] == []
 
 

@@ -53,7 +53,7 @@ def test_reviewer_deselects_edits_and_approves_while_the_agent_long_polls(world,
 
     # The reviewer finds the waiting review in the queue on the dashboard.
     page.goto(live_server.url + "/")
-    page.get_by_role("link", name=f"Remember review #{review['id']}").click()
+    page.get_by_role("link", name=f"Remember review #{review['id']}", exact=True).click()
     expect(page.locator(".hitl-card")).to_contain_text("coder-a is waiting for your decision")
     assert page.url == review["review_url"]
 

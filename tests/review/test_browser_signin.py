@@ -119,7 +119,7 @@ def test_domain_reviewer_signs_in_decides_their_domain_and_is_refused_another(wo
     expect(page.get_by_test_id("proposed")).to_have_text(CANDIDATE["proposed_memory"])
     page.locator("#detail").get_by_label("Reason / note").fill("Node 20 is not settled for the web app yet.")
     page.get_by_role("button", name="Deny", exact=True).click()
-    expect(page.get_by_test_id("decision-done")).to_have_text("Denied.")
+    expect(page.get_by_test_id("decision-done").first).to_contain_text("Denied: Node 20 is not settled")
     expect(page.get_by_test_id("queue-empty")).to_be_visible()
     assert Candidate.objects.get(pk=mine_id).promotion_status == "denied"
 

@@ -82,7 +82,9 @@ def test_approving_from_the_queue_embeds_before_any_transaction_opens(world, emb
     candidate = _candidate(world)
     client = Client()
     client.force_login(world.reviewer)
-    response = client.post(f"/review/candidate/{candidate.pk}/decide/", {"action": "approve", "reason": "checked"})
+    response = client.post(
+        f"/review/candidate/{candidate.pk}/decide/", {"action": "approve", "reason": "checked"}, HTTP_HX_REQUEST="true"
+    )
     assert response.status_code == 200
     candidate.refresh_from_db()
     assert candidate.fact is not None and candidate.fact.content == RULE
@@ -205,5 +207,6 @@ def test_an_approval_locks_its_topics_in_sorted_order_not_item_order(world):
         for domain_id, topic in re.findall(r"fact-topic:(\d+):([^']*)'", query["sql"]):
             if (int(domain_id), topic) not in locked:
                 locked.append((int(domain_id), topic))
-    assert [topic for _, topic in locked] == ["alpha.md", "mid.md", "zeta.md"]
+    # Topics come from the notes ("Note on zeta.md." → "note on zeta.md"), not the paths (issue 18).
+    assert [topic for _, topic in locked] == ["note on alpha.md", "note on mid.md", "note on zeta.md"]
     assert locked == sorted(locked)

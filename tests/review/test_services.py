@@ -163,9 +163,11 @@ def test_approve_stores_each_selected_item_as_a_fact_in_its_layer_domain(world):
         (profile, "CONTRIBUTING.md", "user/profile"),
     ):
         assert fact.source == SOURCE and fact.origin == "remember_review"
-        assert (fact.source_file, fact.source_layer, fact.topic) == (path, layer, path)
+        assert (fact.source_file, fact.source_layer) == (path, layer)  # the path is provenance…
+        assert fact.topic != path  # …not the topic (issue 18)
         assert fact.rationale and fact.embedding is not None
         assert fact.created_by_user == world.reviewer and fact.validated_by == "human"
+    assert (arch.topic, profile.topic) == ("ingest runs as a celery worker", "prs under 300 lines")
     assert EpisodeFact.objects.filter(fact=arch, episode__kind="review").exists()
 
     resolution = review.resolution

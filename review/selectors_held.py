@@ -1,0 +1,73 @@
+"""Candidates that wait on a person or a replay (issue 18): held on a gate a person can complete,
+approved but still held, or not yet evidenced. A candidate whose gates all pass and that needs no
+person is its agent's to promote and stays out of the queue."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Prefetch
+
+from memory.models import Candidate, PromotionStatus, Replay
+from memory.services.promotion import Scorecard, compute_gates, failing
+
+# Gates no person satisfies from the queue: the promote call's own flags.
+NOT_A_PERSONS = ("write_flag", "auto_promotion")
+WAITING_LABELS = {
+    "failure_class": "its failure class",
+    "provenance": "its provenance",
+    "scope": "scope / anti-scope",
+    "traceability": "evidence refs",
+    "evidence": "a replay or a person's approval",
+    "human_review": "a person's approval",
+}
+
+
+def waiting_on(gates: Scorecard) -> list[str]:
+    """The gates that hold the candidate back and that a person or a replay can satisfy."""
+    return [name for name in failing(gates) if name not in NOT_A_PERSONS]
+
+
+def waiting_label(candidate: Candidate, gates: Scorecard) -> str:
+    """What the queue says the candidate waits on, e.g. `approved, waiting on scope / anti-scope`."""
+    names = waiting_on(gates)
+    if "human_review" in names:  # the approval it waits for is evidence too: one thing to ask for
+        names = [name for name in names if name not in ("evidence", "human_review")] + ["human_review"]
+    waits = [WAITING_LABELS.get(name, name) for name in names]
+    approved = "approved, " if candidate.human_approved_at is not None else ""
+    if not waits:
+        return "approved, ready to promote" if approved else "ready: approve to promote"
+    said = waits[0] if len(waits) == 1 else f"{', '.join(waits[:-1])} and {waits[-1]}"
+    return f"{approved}waiting on {said}"
+
+
+def waiting_candidates(
+    workspaces: Any, domain_ids: set[int], *, since: datetime | None = None, limit: int = 200
+) -> list[Candidate]:
+    """Open candidates of these domains that need a person or a replay, newest first, each with
+    `gates`, `waiting_on` and `waiting_label` set. Candidates requiring human review are always
+    listed (approved ones too, until promoted or denied); others while a gate a person or a replay
+    can satisfy still blocks them. A bounded number of queries per `limit` rows."""
+    candidates = (
+        Candidate.objects.open()
+        .filter(workspace__in=workspaces, domain_id__in=domain_ids)
+        .exclude(promotion_status__in=[PromotionStatus.BLOCKED, PromotionStatus.HARNESS_FIX])
+        .select_related("workspace", "domain__repo", "human_approved_by", "submitted_by_agent")
+        .prefetch_related(Prefetch("replays", queryset=Replay.objects.select_related("recorded_by_agent")))
+        .order_by("-created_at", "-id")
+    )
+    if since:
+        candidates = candidates.filter(created_at__lt=since)
+    found: list[Candidate] = []
+    for candidate in candidates.iterator(chunk_size=limit):
+        gates = compute_gates(candidate)
+        waits = waiting_on(gates)
+        if not candidate.requires_human_review and not waits:
+            continue
+        candidate.gates, candidate.waiting_on = gates, waits  # type: ignore[attr-defined]
+        candidate.waiting_label = waiting_label(candidate, gates)  # type: ignore[attr-defined]
+        found.append(candidate)
+        if len(found) >= limit:
+            break
+    return found

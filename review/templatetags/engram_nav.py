@@ -1,0 +1,18 @@
+"""`{% nav_workspaces as workspaces %}`: the top bar's per-workspace links (review.selectors_activity).
+A tag rather than a context processor, so htmx partials (which never render base.html) pay nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+
+from review.selectors_activity import NavWorkspace, nav_workspaces
+
+register = template.Library()
+
+
+@register.simple_tag(takes_context=True, name="nav_workspaces")
+def nav_workspaces_tag(context: Any) -> list[NavWorkspace]:
+    request = context.get("request")
+    return nav_workspaces(getattr(request, "user", None))
