@@ -1,11 +1,18 @@
-"""`make eval`: recall quality on the labelled set in bench/eval_data.py.
+"""`make eval`: recall quality on a labelled set (default bench/eval_data.py, the tuning set).
 
-Loads the set into its own database (ENGRAM_DB_NAME=engram_eval, wiped each run), then reports
-recall@10 and nDCG@10 for each search mode and each voice alone, overall and per category.
+    python -m bench.eval [--data MODULE]
+
+MODULE names any module with FACTS, SUPERSESSIONS, EPISODES and QUERIES shaped like
+bench.eval_data (a query may carry an optional "repo": it is passed to search). Loads the set
+into its own database (ENGRAM_DB_NAME=engram_eval, wiped each run), then reports recall@10 and
+nDCG@10 for each search mode (keyword, semantic, hybrid) and each voice alone (lexical,
+semantic, recency, graph), overall and per query category.
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import math
 import os
 import sys
@@ -13,6 +20,7 @@ import time
 from collections import defaultdict
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("ENGRAM_DB_NAME", "engram_eval")
@@ -24,11 +32,11 @@ import django
 
 django.setup()
 
+from django.conf import settings  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from agents.services import create_agent  # noqa: E402
-from bench import eval_data  # noqa: E402
 from bench.common import recreate_database  # noqa: E402
 from memory.actors import Actor  # noqa: E402
 from memory.embeddings import embed_text, embed_texts, fact_text  # noqa: E402
@@ -44,6 +52,12 @@ from memory.services.tenancy import create_domain, get_or_create_repo, get_or_cr
 
 K = 10
 SLUG = "eval"
+eval_data: Any = None  # the labelled set's module, set by main (or a caller) before load()
+
+
+def use(module: str) -> None:
+    global eval_data
+    eval_data = importlib.import_module(module)
 
 
 def load() -> tuple[Agent, dict[str, int]]:
@@ -111,22 +125,23 @@ def rankers(agent: Agent):
     scope = voices.Scope(agent=agent)
 
     def mode(name):
-        return lambda q, v: [
-            h.fact.pk for h in hybrid.search_memory(agent=agent, query=q, mode=name, limit=K, record=False).hits
+        return lambda q, v, repo=None: [
+            h.fact.pk
+            for h in hybrid.search_memory(agent=agent, query=q, mode=name, repo=repo, limit=K, record=False).hits
         ]
 
-    def semantic_only(q, v):
+    def semantic_only(q, v, repo=None):
         return [pk for pk, _ in voices.semantic(scope, v, limit=K)]
 
-    def lexical_only(q, v):
+    def lexical_only(q, v, repo=None):
         return [pk for pk, _ in voices.lexical(scope, q, limit=K)]
 
-    def recency_only(q, v):
+    def recency_only(q, v, repo=None):
         pool = [pk for pk, s in voices.semantic(scope, v, limit=hybrid.CANDIDATES) if s >= hybrid.RELEVANCE_FLOOR]
         pool += [pk for pk, _ in voices.lexical(scope, q, limit=hybrid.CANDIDATES)]
         return [pk for pk, _ in voices.temporal(scope, list(dict.fromkeys(pool)), limit=K)]
 
-    def graph_only(q, v):
+    def graph_only(q, v, repo=None):
         seeds = [pk for pk, _ in voices.lexical(scope, q, limit=hybrid.SEEDS // 2 + 1)]
         seeds += [pk for pk, _ in voices.semantic(scope, v, limit=hybrid.SEEDS // 2 + 1)]
         return [pk for pk, _ in voices.graph(scope, list(dict.fromkeys(seeds)), limit=K)]
@@ -143,7 +158,12 @@ def rankers(agent: Agent):
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description="recall@10 and nDCG@10 per mode and voice on a labelled set")
+    parser.add_argument("--data", default="bench.eval_data", help="module with FACTS, SUPERSESSIONS, EPISODES, QUERIES")
+    args = parser.parse_args()
+    use(args.data)
     started = time.monotonic()
+    print(f"== {args.data} (decay floor {settings.ENGRAM_DECAY_FLOOR})", flush=True)
     agent, ids = load()
     queries = [(q, {ids[k]: g for k, g in q["relevant"].items()}) for q in eval_data.QUERIES]
     print(
@@ -157,14 +177,14 @@ def main() -> None:
     for name, rank in rankers(agent).items():
         sums: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0])  # type: ignore[arg-type, return-value]
         for q, grades in queries:
-            ranked = rank(q["query"], vectors[q["id"]])
+            ranked = rank(q["query"], vectors[q["id"]], q.get("repo"))
             for bucket in ("all", q["category"]):
                 sums[bucket][0] += recall(ranked, grades)
                 sums[bucket][1] += ndcg(ranked, grades)
                 sums[bucket][2] += 1
         table[name] = {b: (s[0] / s[2], s[1] / s[2]) for b, s in sums.items()}
     header = f"{'ranker':<17}" + "".join(f"{b:>22}" for b in ["all", *categories])
-    print("\nrecall@10 / nDCG@10")
+    print(f"\nrecall@10 / nDCG@10 — {args.data}")
     print(header)
     print("-" * len(header))
     for name, row in table.items():

@@ -211,10 +211,12 @@ def _scope_where(scope: Scope) -> tuple[str, list[Any]]:
 
 def _decay_sql() -> tuple[str, list[Any]]:
     """exp(-(age/λ)^k) for a row of memory_fact, with λ and k per memory type (a CASE over the
-    types, in float8: numeric arithmetic and a per-row subquery cost a third of the ranking)."""
+    types, in float8: numeric arithmetic and a per-row subquery cost a third of the ranking).
+    The exponent is capped at 700: exp(-745) underflows float8 and PostgreSQL raises "value out
+    of range: underflow" — a 700-day-old commitment (λ 14, k 2) made every search fail."""
     curves = decay.parameters()
     age_days = "greatest(date_part('epoch', now() - memory_fact.last_mentioned_at), 0) / 86400.0"
-    branches = " ".join([f"WHEN %s THEN exp(-power({age_days} / %s::float8, %s::float8))"] * len(curves))
+    branches = " ".join([f"WHEN %s THEN exp(-least(power({age_days} / %s::float8, %s::float8), 700.0))"] * len(curves))
     params: list[Any] = [x for name, c in curves.items() for x in (name, c.scale_days, c.shape)]
     sql = f"(CASE memory_fact.memory_type {branches} ELSE 1.0 END)"
     return sql, params

@@ -223,3 +223,15 @@ def test_no_narrowing_while_the_rarest_terms_fit_the_budget(world, monkeypatch):
     weighted = voices.weighted_terms("pdf-renderer times out")
     assert voices.selecting_terms(weighted) == ["times", "pdf-renderer"]  # 50 + 400 rows ≤ 1,500
     assert voices.narrowing_terms(weighted, voices.selecting_terms(weighted)) == []
+
+
+@pytest.mark.parametrize("mode", ["keyword", "semantic", "hybrid"])
+def test_a_very_old_commitment_does_not_break_search(world, mode):
+    # exp(-(700/14)^2) underflows float8: PostgreSQL raised "value out of range: underflow" and
+    # every search over a workspace holding such a fact failed (found by a held-out eval set)
+    old = make(world, "I will rotate the ledger signing key before the audit.", memory_type="commitment", days=700)
+    fresh = make(world, "The ledger signing key lives in Vault.", memory_type="convention")
+    embed_missing()
+    result = search_memory(agent=world.coder, query="ledger signing key", mode=mode, limit=5)
+    assert set(ids(result)) == {old.pk, fresh.pk}
+    assert ids(result)[0] == fresh.pk
