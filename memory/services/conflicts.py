@@ -273,6 +273,41 @@ def apply_conflict(
     now = now or timezone.now()
     winner, loser, rule = decide_winner(new, old)
     _supersede(winner, loser, f"lost a conflict on {rule} to fact {winner.pk} ({reason})", now)
+    conflict = _record_decided(
+        new=new,
+        old=old,
+        winner=winner,
+        rule=rule,
+        resolution=Conflict.Resolution.MACHINE,
+        reason=reason,
+        similarity=similarity,
+        detected_by=detected_by,
+        by=by,
+        now=now,
+    )
+    if loser.origin_candidate_id is not None and loser.status == FactStatus.ACTIVE:
+        challenge_fact(fact=loser, by=by, reason=ChallengeReason.CONFLICT, detail=f"lost conflict {conflict.pk}")
+        loser.refresh_from_db(fields=["status", "status_changed_at"])
+    return conflict
+
+
+def _record_decided(
+    *,
+    new: Fact,
+    old: Fact,
+    winner: Fact,
+    rule: str,
+    resolution: str,
+    reason: str,
+    similarity: float,
+    detected_by: str,
+    by: Actor,
+    now: datetime,
+    **decision: Any,
+) -> Conflict:
+    """The decided Conflict row for a pair one of whose facts has just superseded the other, and
+    its `fact.conflict` audit event (`decision`: who decided it and how, for a person's choice)."""
+    loser = old if winner.pk == new.pk else new
     conflict = Conflict.objects.create(
         workspace_id=new.workspace_id,
         domain_id=new.domain_id,
@@ -283,12 +318,13 @@ def apply_conflict(
         loser=loser,
         rule=rule,
         status=Conflict.Status.DECIDED,
-        resolution=Conflict.Resolution.MACHINE,
+        resolution=resolution,
         reason=reason[:500],
         similarity=round(similarity, 4),
         detected_by=detected_by,
         detected_at=now,
         decided_at=now,
+        **decision,
     )
     record_event(
         actor=by,
@@ -304,9 +340,6 @@ def apply_conflict(
             "by": detected_by,
         },
     )
-    if loser.origin_candidate_id is not None and loser.status == FactStatus.ACTIVE:
-        challenge_fact(fact=loser, by=by, reason=ChallengeReason.CONFLICT, detail=f"lost conflict {conflict.pk}")
-        loser.refresh_from_db(fields=["status", "status_changed_at"])
     return conflict
 
 
@@ -328,43 +361,23 @@ def apply_replacement(
     now = now or timezone.now()
     why = f"a person replaced its wording with fact {new.pk}"
     _supersede(new, old, f"{why} ({reason})" if reason else why, now)
-    conflict = Conflict.objects.create(
-        workspace_id=new.workspace_id,
-        domain_id=new.domain_id,
-        topic=new.topic,
-        existing=old,
-        proposed=new,
+    return _record_decided(
+        new=new,
+        old=old,
         winner=new,
-        loser=old,
         rule=Conflict.Rule.HUMAN,
-        status=Conflict.Status.DECIDED,
         resolution=Conflict.Resolution.CONTRADICTS,
-        reason=f"restatement, new wording chosen by a person: {reason}"[:500],
-        similarity=round(similarity, 4),
+        reason=f"restatement, new wording chosen by a person: {reason}",
+        similarity=similarity,
         detected_by="review",
-        detected_at=now,
-        decided_at=now,
+        by=by,
+        now=now,
+        # A person's decision is also a review: it does not wait in the queue of conflicts lost by people.
         decided_by=by.user,
         decision_note="replace the wording",
-        # A person's decision is also a review: it does not wait in the queue of conflicts lost by people.
         reviewed_at=now,
         reviewed_by=by.user,
     )
-    record_event(
-        actor=by,
-        verb="fact.conflict",
-        workspace_id=new.workspace_id,
-        target=conflict,
-        detail={
-            "winner": new.pk,
-            "loser": old.pk,
-            "rule": Conflict.Rule.HUMAN,
-            "similarity": conflict.similarity,
-            "reason": conflict.reason,
-            "by": "review",
-        },
-    )
-    return conflict
 
 
 def open_possible_conflict(

@@ -11,20 +11,9 @@ from memory.services.facts import FactInput, propose_fact
 from memory.services.lifecycle import challenge_fact
 from tests.browser_fixtures import logged_in_page, screenshot
 from tests.conftest import client_for
+from tests.review import queue_items
 
-DOC = {
-    "schema": "awtl.memory_candidate.v2",
-    "failure_class": "agent_failure",
-    "failure_type": "wrong_command",
-    "source_action_ids": ["a-1"],
-    "root_cause_summary": "Ran the wrong build command.",
-    "scope": {"applies_to": ["web"], "does_not_apply_to": ["mobile"]},
-    "evidence_refs": ["ci:42"],
-    "verification_probe_candidate": "npm-build",
-    "promotion_status": "candidate",
-    "requires_human_review": True,
-    "topic": "build",
-}
+DOC = {**queue_items.DOC, "topic": "build"}
 
 
 def seed(world):

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypedDict, cast
 
 from engram_client.review import ReviewClient
-from engram_client.transport import Transport
+from engram_client.transport import Transport, http_root
 
 __all__ = ["EngramClient"]
 
@@ -190,9 +190,7 @@ class EngramClient:
         max_backoff: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        root = base_url.rstrip("/")
-        if not root.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must be an http(s) URL, not {base_url!r}")
+        root = http_root(base_url)
         if not root.endswith("/api/v1"):
             root += "/api/v1"
         self.transport = Transport(

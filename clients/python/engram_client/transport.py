@@ -50,6 +50,14 @@ def _clean(values: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None}
 
 
+def http_root(base_url: str) -> str:
+    """`base_url` without a trailing slash; ValueError unless it is an http(s) URL."""
+    root = base_url.rstrip("/")
+    if not root.startswith(("http://", "https://")):
+        raise ValueError(f"base_url must be an http(s) URL, not {base_url!r}")
+    return root
+
+
 class Transport:
     """JSON calls to one HTTP root.
 
@@ -71,10 +79,7 @@ class Transport:
         max_backoff: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        root = base_url.rstrip("/")
-        if not root.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must be an http(s) URL, not {base_url!r}")
-        self.base = root + "/"
+        self.base = http_root(base_url) + "/"
         self.key = key
         self.timeout = timeout
         self.retries = max(0, retries)
