@@ -6,6 +6,9 @@
   remember reviews.
 - `engram_client.review`: the remember-review helper (submit, get, wait, consume,
   remember_with_review) and ReviewOutcome.
+- `engram_client.remember`: the runtime's remember step — decide when to launch the remember
+  sub-agent, render its versioned prompt (`prompts/remember_v1.md`), run it, review, note.
+- `engram_client.llm`: ChatCompletions, one call to an OpenAI-compatible endpoint.
 - `engram_client.memory_agent`: the reference proactive memory-agent loop (SPEC §9).
 - `engram_client.bank_adapter`: LocalBank, the run calls in-process inside the Engram server.
 - `engram_client.transport`: the one HTTP caller all of them use.
@@ -16,15 +19,32 @@ derives from it.
 
 from engram_client.client import EngramClient
 from engram_client.errors import EngramError, ReviewTimeout
+from engram_client.llm import ChatCompletions, LLMError
+from engram_client.remember import (
+    REMEMBER_PROMPT_VERSION,
+    RememberResult,
+    RememberTurn,
+    Turn,
+    render_remember_prompt,
+    should_remember,
+)
 from engram_client.review import ReviewClient, ReviewOutcome, final_answer_note
 from engram_client.transport import Transport
 
 __all__ = [
+    "REMEMBER_PROMPT_VERSION",
+    "ChatCompletions",
     "EngramClient",
     "EngramError",
+    "LLMError",
+    "RememberResult",
+    "RememberTurn",
     "ReviewClient",
     "ReviewOutcome",
     "ReviewTimeout",
     "Transport",
+    "Turn",
     "final_answer_note",
+    "render_remember_prompt",
+    "should_remember",
 ]
