@@ -17,7 +17,7 @@ from engram_client import EngramError
 from engram_client.memory_agent import MemoryView, OpenAICompatibleDecider
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent / "clients" / "python"
-MODULES = ["client", "errors", "review", "transport", "memory_agent", "bank_adapter"]
+MODULES = ["client", "errors", "review", "transport", "memory_agent", "bank_adapter", "llm", "remember"]
 
 
 def test_the_package_imports_with_the_standard_library_alone_and_never_loads_django():
@@ -26,6 +26,7 @@ def test_the_package_imports_with_the_standard_library_alone_and_never_loads_dja
         f"import sys; sys.path.insert(0, {str(PACKAGE_ROOT)!r})\n"
         f"import engram_client\n"
         f"for name in {MODULES!r}: __import__('engram_client.' + name)\n"
+        "assert 'remember.v1' in engram_client.remember.REMEMBER_PROMPT\n"
         "loaded = [m for m in sys.modules if m == 'django' or m.startswith(('django.', 'agents', 'memory', 'review'))]\n"
         "assert not loaded, loaded\n"
     )
@@ -97,9 +98,11 @@ def fake_chat():
 
 
 def test_the_openai_compatible_decider_calls_through_the_transport(fake_chat):
+    # Two phases, two calls: the bank operations, then the decision on the updated bank.
+    updates = {"choices": [{"message": {"content": '{"updates": []}'}}]}
     reply = {"choices": [{"message": {"content": '{"reminder": "`make test` failed at step 3.", "updates": []}'}}]}
     refused = {"error": {"code": "model_not_found", "message": "no such model"}}
-    chat = fake_chat((200, reply), (404, refused))
+    chat = fake_chat((200, updates), (200, reply), (404, refused))
     decider = OpenAICompatibleDecider(chat.url, "sk-test", "small-model")
     view = MemoryView(task="Fix CI", step=4, window=[], bank={}, proposed={"command": "make test"})
     assert decider(view).reminder == "`make test` failed at step 3."
@@ -120,3 +123,15 @@ def test_pip_installs_the_typed_package_from_the_repository(tmp_path):
     installed = target / "engram_client"
     assert {p.name for p in installed.glob("*.py")} >= {f"{name}.py" for name in MODULES}
     assert (installed / "py.typed").exists()
+    # The remember prompt ships as package data and loads from the installed copy.
+    assert (installed / "prompts" / "remember_v1.md").read_text() == engram_client.remember.REMEMBER_PROMPT
+    script = "import engram_client.remember as r, sys; sys.stdout.write(r.__file__ + '\\n' + r.REMEMBER_PROMPT)"
+    result = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", f"import sys; sys.path.insert(0, {str(target)!r}); {script}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    loaded_from, prompt = result.stdout.split("\n", 1)
+    assert loaded_from.startswith(str(target)) and prompt == engram_client.remember.REMEMBER_PROMPT

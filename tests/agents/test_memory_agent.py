@@ -2,6 +2,16 @@
 agent it repeats a failing command; with the rule-based one, one grounded reminder prevents the
 repetition, and every other decision is selective silence, logged on the run."""
 
+import json
+import logging
+import re
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
 import pytest
 
 from engram_client import EngramClient, EngramError
@@ -30,9 +40,11 @@ class ScriptedAgent:
     def __init__(self, plan, alternatives=None, visible=4):
         self.plan, self.alternatives, self.visible = plan, alternatives or {}, visible
         self.calls = 0
+        self.contexts = []  # the context of every call, in order
 
     def __call__(self, context):
         self.calls += 1
+        self.contexts.append(list(context))
         done = sum(1 for m in context if m["role"] == "tool")
         if done >= len(self.plan):
             return {"command": "", "final": True, "thought": "plan finished"}
@@ -84,10 +96,12 @@ def test_without_a_memory_agent_the_action_agent_repeats_the_failing_command():
 
 def test_the_memory_agent_reminder_prevents_the_repeated_failure(world):
     shell = Shell(REPO_ANSWERS)
-    loop = MemoryAgent(_repo_agent(), shell, bank=LocalBank(world.coder), decider=RuleBasedDecider())
+    agent = _repo_agent()
+    loop = MemoryAgent(agent, shell, bank=LocalBank(world.coder), decider=RuleBasedDecider())
 
     result = loop.run(REPO_TASK)
 
+    assert result.memory_available
     assert shell.executed.count("make test") == 1
     assert shell.executed[-1] == "pytest -q"
     assert result.done
@@ -96,12 +110,16 @@ def test_the_memory_agent_reminder_prevents_the_repeated_failure(world):
     assert step == 5
     assert "`make test` already failed at step 1" in reminder
     assert "No rule to make target" in reminder  # grounded in the error it saw
-    # The reminder was appended to the action agent's context, as a message of its own.
-    assert {"role": "user", "content": f"{REMINDER_PREFIX}\n{reminder}"} in result.context
+    # Step 5's proposal (`make test` again) was held back; step 6's one call carried the reminder,
+    # as a message of its own at the end of its context — and the kept context never holds it.
+    message = {"role": "user", "content": f"{REMINDER_PREFIX}\n{reminder}"}
+    assert [i for i, seen in enumerate(agent.contexts) if message in seen] == [6]
+    assert agent.contexts[6][-1] == message
+    assert message not in result.context
     # Every decision is logged; all but one are selective silence.
     run = MemoryRun.objects.get(pk=result.run_id)
     logged = list(Intervention.objects.filter(run=run).values_list("step", "reminder"))
-    assert [s for s, _ in logged] == [0, 1, 2, 3, 4, 5]
+    assert [s for s, _ in logged] == [0, 1, 2, 3, 4, 5, 6]
     assert [s for s, r in logged if r is not None] == [5]
     assert Intervention.objects.get(run=run, step=5).window[1]["command"] == "make test"
     # The bank remembers the failure with its error.
@@ -109,7 +127,7 @@ def test_the_memory_agent_reminder_prevents_the_repeated_failure(world):
     assert failure.outcome == "failed"
     assert failure.content.startswith("`make test` failed at step 1: make: *** No rule to make target")
     # A last look after the final step: the bank holds the whole run when it is closed.
-    assert "Last step 5: `pytest -q` ok." in BankItem.objects.get(run=run, kind="status").content
+    assert "Last step 6: `pytest -q` ok." in BankItem.objects.get(run=run, kind="status").content
     assert run.status == "finished"
 
 
@@ -219,6 +237,261 @@ def test_the_loop_works_over_http_with_the_client(world, live_server):
     assert exc.value.status == 404
 
 
+# --- Engram down, reminder lifetime, one call per step, two-phase model decider ------------------
+def _closed_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _unreachable_warnings(caplog):
+    return [r for r in caplog.records if r.name == "engram.memory_agent" and "unreachable" in r.getMessage()]
+
+
+def test_with_engram_down_from_the_start_the_task_runs_without_memory(caplog):
+    caplog.set_level(logging.WARNING, logger="engram.memory_agent")
+    engram = EngramClient(f"http://127.0.0.1:{_closed_port()}", "no-server", timeout=2, sleep=lambda s: None)
+    shell, agent = Shell(REPO_ANSWERS), _repo_agent()
+
+    result = MemoryAgent(agent, shell, bank=engram).run(REPO_TASK)
+
+    # The memory lookup failed, not the task: every step ran, as it would with no memory agent.
+    assert shell.executed == REPO_PLAN
+    assert result.done and [s.command for s in result.steps] == REPO_PLAN
+    assert agent.calls == len(REPO_PLAN)
+    assert result.reminders == [] and result.decisions == []
+    assert (result.memory_available, result.run_id, result.finished) == (False, None, {})
+    assert "create_run" in result.memory_error and "connection_error" in result.memory_error
+    assert len(_unreachable_warnings(caplog)) == 1
+
+
+def test_a_hung_engram_costs_one_timeout_and_the_run_goes_on(caplog):
+    caplog.set_level(logging.WARNING, logger="engram.memory_agent")
+    with socket.socket() as hung:  # accepts connections (the backlog), never answers
+        hung.bind(("127.0.0.1", 0))
+        hung.listen(8)
+        engram = EngramClient(f"http://127.0.0.1:{hung.getsockname()[1]}", "k", timeout=0.5, retries=0)
+        shell = Shell({c: (True, "ok") for c in ("a", "b", "c")})
+        started = time.monotonic()
+        result = MemoryAgent(ScriptedAgent(["a", "b", "c"]), shell, bank=engram).run("Letters.")
+    assert shell.executed == ["a", "b", "c"]
+    assert not result.memory_available and result.run_id is None
+    assert time.monotonic() - started < 5  # one timeout, not one per step
+    assert len(_unreachable_warnings(caplog)) == 1
+
+
+class Proxy:
+    """A forwarding HTTP server in front of the live server: stopping it is Engram going away."""
+
+    def __init__(self, target):
+        class Handler(BaseHTTPRequestHandler):
+            def _forward(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0)) or None
+                request = urllib.request.Request(target + self.path, data=body, method=self.command)  # noqa: S310 — live_server
+                for name in ("Authorization", "Content-Type", "Accept"):
+                    if self.headers.get(name):
+                        request.add_header(name, self.headers[name])
+                try:
+                    with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310
+                        status, raw = answer.status, answer.read()
+                except urllib.error.HTTPError as exc:
+                    status, raw = exc.code, exc.read()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            do_GET = do_POST = do_DELETE = _forward
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_when_engram_stops_mid_run_the_task_carries_on_without_memory(world, live_server, caplog):
+    caplog.set_level(logging.WARNING, logger="engram.memory_agent")
+    proxy = Proxy(live_server.url)
+    engram = EngramClient(proxy.url, world.coder.plain_key, timeout=5, sleep=lambda s: None)
+
+    class StopsAfterTwoSteps(Shell):
+        def __call__(self, action):
+            if len(self.executed) == 2:
+                proxy.stop()  # Engram goes away before step 2's memory turn
+            return super().__call__(action)
+
+    shell, agent = StopsAfterTwoSteps(REPO_ANSWERS), _repo_agent()
+    try:
+        result = MemoryAgent(agent, shell, bank=engram).run(REPO_TASK)
+    finally:
+        proxy.stop()
+
+    # Steps 0-2 had their memory turns; from step 3 on there was none, and no reminder: the
+    # repeated `make test` ran, like a run without memory, instead of the task failing.
+    assert shell.executed == REPO_PLAN
+    assert agent.calls == len(REPO_PLAN)
+    assert result.done and result.reminders == []
+    assert [step for step, _ in result.decisions] == [0, 1, 2]
+    assert (result.memory_available, result.finished) == (False, {})
+    assert result.run_id is not None and result.memory_error
+    assert len(_unreachable_warnings(caplog)) == 1  # once, not once per step
+    run = MemoryRun.objects.get(pk=result.run_id)
+    assert list(Intervention.objects.filter(run=run).values_list("step", flat=True)) == [0, 1, 2]
+    assert run.status != "finished"
+
+
+@pytest.mark.parametrize("status", [0, 408, 429, 500, 502, 503])
+def test_an_outage_of_any_kind_means_no_memory_and_one_warning(status, caplog):
+    caplog.set_level(logging.WARNING, logger="engram.memory_agent")
+    bank = InMemoryBank(fail={"get_bank": EngramError(status, "down", "Engram is away")})
+    shell = Shell({c: (True, "ok") for c in ("a", "b", "c")})
+    result = MemoryAgent(ScriptedAgent(["a", "b", "c"]), shell, bank=bank).run("Letters.")
+    assert shell.executed == ["a", "b", "c"]
+    assert not result.memory_available and result.memory_error.startswith("get_bank:")
+    assert bank.calls == ["create_run", "get_bank"]  # nothing more once Engram is known to be away
+    assert len(_unreachable_warnings(caplog)) == 1
+
+
+@pytest.mark.parametrize("method", ["create_run", "get_bank", "intervene", "finish_run"])
+def test_a_refusal_that_means_a_caller_bug_still_raises(method):
+    bank = InMemoryBank(fail={method: EngramError(403, "insufficient_memory_permission", "no")})
+    shell = Shell({"a": (True, "ok")})
+    with pytest.raises(EngramError) as exc:
+        MemoryAgent(ScriptedAgent(["a"]), shell, bank=bank).run("A.")
+    assert exc.value.status == 403
+
+
+def test_a_reminder_is_shown_with_the_next_call_only():
+    plan = ["a", "b", "c", "d"]
+    agent = ScriptedAgent(plan, visible=100)
+
+    def decider(view):
+        return f"note for step {view.step}" if view.step in (1, 2) else None
+
+    result = MemoryAgent(
+        agent, Shell({c: (True, "ok") for c in plan}), bank=InMemoryBank(), decider=decider, preview=False
+    ).run("Letters.")
+
+    assert result.reminders == [(1, "note for step 1"), (2, "note for step 2")]
+    shown = [[m["content"] for m in context if m["content"].startswith(REMINDER_PREFIX)] for context in agent.contexts]
+    assert shown == [
+        [],
+        [f"{REMINDER_PREFIX}\nnote for step 1"],
+        [f"{REMINDER_PREFIX}\nnote for step 2"],  # not step 1's as well
+        [],
+        [],
+    ]
+    assert not any(m["content"].startswith(REMINDER_PREFIX) for m in result.context)
+
+
+def test_with_preview_the_action_agent_is_called_once_per_step(world):
+    agent = _repo_agent()
+    shell = Shell(REPO_ANSWERS)
+    result = MemoryAgent(agent, shell, bank=LocalBank(world.coder), preview=True).run(REPO_TASK)
+    # interval=1: one memory turn per step, and one action call per step — the reminder step too.
+    assert agent.calls == len(result.decisions) == 7
+    assert [step for step, _ in result.decisions] == list(range(7))
+    # The call of step 5 proposed `make test` again: held back, never run.
+    assert agent.contexts[5] == agent.contexts[6][:-1]
+    assert shell.executed.count("make test") == 1
+
+
+def test_a_proposal_is_never_held_back_twice_in_a_row():
+    agent = ScriptedAgent(["make test", "make test", "make test"])  # ignores every reminder
+    shell = Shell({"make test": (False, "make: *** No rule to make target 'test'.")})
+    result = MemoryAgent(agent, shell, bank=InMemoryBank()).run("Test.")
+    # Step 1's repeat is held back with a reminder; the agent insists at step 2, and it runs.
+    assert [s.step for s in result.steps] == [0, 2, 4]
+    assert [step for step, _ in result.reminders] == [1, 2, 3, 4]
+    assert agent.calls == 6  # steps 0-5: five proposals and the final answer
+
+
+class FakeChat:
+    """An OpenAI-compatible /chat/completions on 127.0.0.1: answers phase 1 (bank operations) and
+    phase 2 (the decision) from two scripts, and records every request."""
+
+    def __init__(self, updates, decisions):
+        self.updates, self.decisions, self.requests = list(updates), list(decisions), []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.requests.append(body)
+                phase1 = "only manage the memory bank" in body["messages"][0]["content"]
+                content = (fake.updates if phase1 else fake.decisions).pop(0)
+                raw = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _bank_in(prompt, label):
+    return json.loads(re.search(rf"{label}: (\{{.*?\}})\n\n", prompt, re.S).group(1))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_model_decider_updates_the_bank_then_decides_on_the_updated_bank(world, live_server):
+    saved = {
+        "tool": "memory_save_knowledge",
+        "id": "k-db-port",
+        "content": "The test database listens on port 5433, not 5432.",
+        "tags": ["path"],
+    }
+    chat = FakeChat(
+        updates=[json.dumps({"updates": [saved]}), '{"updates": []}', '{"updates": []}'],
+        decisions=[
+            '{"reminder": null, "rationale": "nothing bears on ls"}',
+            '{"reminder": "Not `psql -p 5432`: the test database listens on port 5433.", "rationale": "k-db-port"}',
+        ],
+    )
+    engram = EngramClient(live_server.url, world.coder.plain_key)
+    plan = ["ls", "psql -p 5432"]
+    agent = ScriptedAgent(plan, alternatives={"psql -p 5432": "psql -p 5433"})
+    shell = Shell({"ls": (True, "db.conf"), "psql -p 5433": (True, "connected", True)})
+    try:
+        decider = OpenAICompatibleDecider(chat.url, "sk-test", "small-model")
+        result = MemoryAgent(agent, shell, bank=engram, decider=decider, preview=False).run("Connect to the test db.")
+    finally:
+        chat.close()
+
+    # Step 0: update (writes k-db-port), then decide; step 1: update, decide; the final update.
+    phases = ["update" if "only manage" in r["messages"][0]["content"] else "decide" for r in chat.requests]
+    assert phases == ["update", "decide", "update", "decide", "update"]
+    first, second = (r["messages"][1]["content"] for r in chat.requests[:2])
+    assert "5433" not in first
+    # The decision saw the bank as Engram holds it after phase 1's write: re-read, not assumed.
+    bank = _bank_in(second, "Updated memory bank")
+    assert bank["run"] == result.run_id and bank["run_status"] == "running"
+    [item] = bank["knowledge"]
+    assert (item["id"], item["content"]) == ("k-db-port", saved["content"]) and item["updated_at"]
+    assert BankItem.objects.get(run_id=result.run_id, item_id="k-db-port").tags == ["path"]
+    assert result.reminders == [(1, "Not `psql -p 5432`: the test database listens on port 5433.")]
+    assert shell.executed == ["ls", "psql -p 5433"]
+    assert result.memory_available and result.finished["status"] == "finished"
+
+
 # --- the decider's pieces ----------------------------------------------------------------------
 def test_constraints_are_read_from_plain_sentences():
     [c] = extract_constraints("Build it. Do not use `sudo` on the runners.")
@@ -288,25 +561,49 @@ def test_openai_compatible_decider_is_configured_from_the_environment(monkeypatc
         bank={"status": ""},
         proposed={"command": "make test"},
     )
-    system, user = decider.messages(view)
-    assert system["role"] == "system" and "Only intervene" in system["content"]
+    system, user = decider.update_messages(view)
+    assert system["role"] == "system" and "only manage the memory bank" in system["content"]
     assert "Fix CI" in user["content"] and '"make test"' in user["content"]
-    replies = iter(['{"reminder": "`make test` failed at step 3.", "updates": []}'])
-    monkeypatch.setattr(decider, "complete", lambda messages: next(replies))
-    assert decider(view) == Decision(reminder="`make test` failed at step 3.", rationale="model reply")
+    system, user = decider.decide_messages(view)
+    assert system["role"] == "system" and "Only intervene" in system["content"]
+    assert "Updated memory bank" in user["content"] and '"make test"' in user["content"]
+    replies = iter(
+        [
+            '{"updates": [{"tool": "memory_save_procedural", "id": "p1", "content": "no rule", "outcome": "failed"}]}',
+            '{"reminder": "`make test` failed at step 3.", "updates": []}',
+        ]
+    )
+    sent = []
+    monkeypatch.setattr(decider, "complete", lambda messages: sent.append(messages) or next(replies))
+    assert decider(view) == Decision(
+        updates=[BankUpdate("memory_save_procedural", id="p1", content="no rule", outcome="failed")],
+        reminder="`make test` failed at step 3.",
+        rationale="model reply",
+    )
+    # Used on its own, phase 2 sees the bank with phase 1's update applied.
+    assert '"id": "p1"' in sent[1][1]["content"]
 
 
 # --- test doubles --------------------------------------------------------------------------------
 class InMemoryBank:
-    """The bank calls without a server, for loop tests that are not about persistence."""
+    """The bank calls without a server, for loop tests that are not about persistence. `fail`
+    maps a method name to the error it raises; `calls` records the methods called."""
 
-    def __init__(self):
+    def __init__(self, fail=None):
         self.status, self.knowledge, self.procedural, self.interventions = "", {}, {}, []
+        self.fail, self.calls = fail or {}, []
+
+    def _called(self, name):
+        self.calls.append(name)
+        if name in self.fail:
+            raise self.fail[name]
 
     def create_run(self, task):
+        self._called("create_run")
         return {"id": 1, "task": task}
 
     def get_bank(self, run_id):
+        self._called("get_bank")
         return {
             "status": self.status,
             "knowledge": [{"id": k, **v} for k, v in self.knowledge.items()],
@@ -314,22 +611,28 @@ class InMemoryBank:
         }
 
     def update_status(self, run_id, content):
+        self._called("update_status")
         self.status = content
 
     def save_knowledge(self, run_id, item_id, content, tags=None):
+        self._called("save_knowledge")
         self.knowledge[item_id] = {"content": content, "tags": list(tags or [])}
 
     def save_procedural(self, run_id, item_id, content, outcome):
+        self._called("save_procedural")
         self.procedural[item_id] = {"content": content, "outcome": outcome}
 
     def delete_item(self, run_id, item_id, kind=None):
+        self._called("delete_item")
         self.knowledge.pop(item_id, None)
         self.procedural.pop(item_id, None)
 
     def intervene(self, run_id, step, reminder, rationale=None, window=None):
+        self._called("intervene")
         self.interventions.append({"step": step, "reminder": reminder, "rationale": rationale, "window": window})
 
     def finish_run(self, run_id, offer_candidates=False):
+        self._called("finish_run")
         return {"id": run_id, "status": "finished", "candidates": []}
 
 

@@ -5,23 +5,34 @@
     result = loop.run("Get the payments test suite passing")
 
 - `action_agent(context) -> {"command": ..., "thought": ...}`: any callable; it is never
-  modified. `context` is a list of chat-style messages ({"role", "content"}); a reminder is
-  appended to it as a user message starting with `[MEMORY REMINDER]`.
+  modified and is called exactly once per step. `context` is a list of chat-style messages
+  ({"role", "content"}); a reminder is appended to it, for that one call, as a user message
+  starting with `[MEMORY REMINDER]`.
 - `environment(action) -> {"ok": bool, "output": str}` (optionally `"done": True` to end).
 - `bank`: anything with EngramClient's run methods — the client itself (HTTP) or
   `engram_client.bank_adapter.LocalBank` (in-process, inside the Engram server's process).
-- `decider(view) -> Decision`: any callable. Built in: `RuleBasedDecider` (offline) and
-  `OpenAICompatibleDecider` (an OpenAI-compatible chat endpoint from OPENAI_BASE_URL,
-  OPENAI_API_KEY, OPENAI_MODEL).
+- `decider`: two-phase — an object with `update(view) -> [BankUpdate]` and
+  `decide(view) -> (reminder | None, rationale)`: the loop writes the updates through Engram,
+  re-reads the bank, then asks it to decide on the updated bank. Built in: `RuleBasedDecider`
+  (offline) and `OpenAICompatibleDecider` (an OpenAI-compatible chat endpoint from
+  OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL; one call per phase). Any callable
+  `(view) -> Decision` works too, in one call (its updates are written after it returns).
 
 Every `interval` steps the memory agent looks at the last `window` (k=8) steps, updates the
 bank, and decides: one specific, grounded reminder for the next decision, or silence — the
 point is to stay quiet unless a remembered item changes what happens next. Each decision is
-logged on the run (silence as a null reminder). With `preview` (the default) the decider also
-sees the action the agent is about to take; that proposal is discarded when a reminder is
-given and the agent is asked again with the reminder in its context.
+logged on the run (silence as a null reminder). A reminder is shown with the action agent's
+next call only. With `preview` (the default) the decider also sees the action the agent just
+proposed; a proposal met with a reminder is held back (not run) and the next step's call
+carries the reminder — one action-agent call per step either way.
 
-Standard library only; the decider's HTTP calls go through engram_client's Transport.
+Engram is a help, not a dependency (a failed memory lookup is not a failed task): when it is
+unreachable (no connection, timeout, 408/429/5xx) the loop logs one warning and carries on
+without memory — every step still runs, with no reminders — and `RunResult.memory_available`
+is False. Refusals that mean a caller bug (400/401/403/404/409 on the run's calls) still raise;
+a refused bank write (a model's bad tool call) is logged and skipped.
+
+Standard library only; the decider's HTTP calls go through engram_client.llm.ChatCompletions.
 """
 
 from __future__ import annotations
@@ -32,10 +43,11 @@ import logging
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from engram_client.transport import Transport
+from engram_client.errors import EngramError
+from engram_client.llm import ChatCompletions
 
 logger = logging.getLogger("engram.memory_agent")
 
@@ -123,12 +135,20 @@ Decider = Callable[[MemoryView], Any]
 
 @dataclass
 class RunResult:
-    run_id: int
+    """What a run did. `context` is the action agent's kept context (its actions and their
+    outputs — never a reminder: each was shown with one call only, see `reminders`).
+    `memory_available` is False when Engram was unreachable at some point (`memory_error` says
+    where); from then on the run went without memory, and `run_id` is None if it never started
+    and `finished` empty if it could not be closed."""
+
+    run_id: int | None
     steps: list[Step]
     decisions: list[tuple[int, Decision]]
     context: list[Message]
     finished: Mapping[str, Any]
     done: bool
+    memory_available: bool = True
+    memory_error: str = ""
 
     @property
     def commands(self) -> list[str]:
@@ -404,20 +424,32 @@ class RuleBasedDecider:
 
 
 # --- An OpenAI-compatible chat endpoint ---------------------------------------------------------
-SYSTEM_PROMPT = """You are a memory agent paired with an action agent on a long task.
-You manage a memory bank: status (progress, only you see it), knowledge (stable facts:
-requirements, paths, constraints) and procedural (attempts and outcomes: commands that failed
-or worked, diagnoses). Then you decide whether to remind the action agent of something.
-Only intervene if a remembered item will affect its NEXT decision. Do not give general advice
-and do not repeat what is already visible in the recent steps. Silence is usually right.
+_ROLE = """You are a memory agent paired with an action agent on a long task. The memory bank
+has status (progress, only you see it), knowledge (stable facts: requirements, paths,
+constraints) and procedural (attempts and outcomes: commands that failed or worked, diagnoses)."""
+
+UPDATE_PROMPT = (
+    _ROLE
+    + """
+This turn you only manage the memory bank: record what the recent steps taught, replace
+what is out of date, delete what is wrong. Do not address the action agent.
 Answer with one JSON object and nothing else:
 {"updates": [{"tool": "memory_update_status", "content": "..."},
              {"tool": "memory_save_knowledge", "id": "...", "content": "...", "tags": ["..."]},
              {"tool": "memory_save_procedural", "id": "...", "content": "...", "outcome": "failed|worked|..."},
-             {"tool": "memory_delete", "id": "..."}],
- "reminder": "one specific, grounded reminder" or null,
- "rationale": "why you spoke or stayed silent"}
-Item ids: letters, digits and . _ : @ - only."""
+             {"tool": "memory_delete", "id": "..."}]}
+An empty list is fine. Item ids: letters, digits and . _ : @ - only."""
+)
+
+DECIDE_PROMPT = (
+    _ROLE
+    + """
+The bank below is already updated. Decide whether to remind the action agent of something.
+Only intervene if a remembered item will affect its NEXT decision. Do not give general advice
+and do not repeat what is already visible in the recent steps. Silence is usually right.
+Answer with one JSON object and nothing else:
+{"reminder": "one specific, grounded reminder" or null, "rationale": "why you spoke or stayed silent"}"""
+)
 
 _FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.S)
 _CONTEXT_TAG = re.compile(r"<context_for_action>(.*?)</context_for_action>", re.S)
@@ -459,8 +491,33 @@ def parse_reply(text: str) -> Decision:
     return Decision(rationale="unreadable model reply; stayed silent")
 
 
+def apply_updates(bank: Mapping[str, Any], updates: Sequence[BankUpdate]) -> dict[str, Any]:
+    """A copy of `bank` with `updates` applied locally — for a decider used on its own, without
+    an Engram run to write to (the loop writes through Engram and re-reads instead)."""
+    result: dict[str, Any] = dict(bank)
+    knowledge = [dict(i) for i in result.get("knowledge") or []]
+    procedural = [dict(i) for i in result.get("procedural") or []]
+    for update in updates:
+        if update.tool == "memory_update_status":
+            result["status"] = update.content
+        elif update.tool == "memory_delete":
+            knowledge = [i for i in knowledge if i.get("id") != update.id]
+            procedural = [i for i in procedural if i.get("id") != update.id]
+        elif update.tool == "memory_save_knowledge":
+            knowledge = [i for i in knowledge if i.get("id") != update.id]
+            knowledge.append({"id": update.id, "content": update.content, "tags": list(update.tags)})
+        elif update.tool == "memory_save_procedural":
+            procedural = [i for i in procedural if i.get("id") != update.id]
+            procedural.append({"id": update.id, "content": update.content, "outcome": update.outcome or "noted"})
+    result["knowledge"], result["procedural"] = knowledge, procedural
+    return result
+
+
 class OpenAICompatibleDecider:
-    """A memory agent backed by any OpenAI-compatible `/chat/completions` endpoint.
+    """A memory agent backed by any OpenAI-compatible `/chat/completions` endpoint, in two
+    phases, two calls: `update(view)` asks for bank operations only; `decide(view)` — given the
+    bank as it is after those operations — asks for one reminder or silence. The loop writes the
+    operations through Engram and re-reads the bank between the two.
 
     Configured by arguments or the environment: OPENAI_BASE_URL (default
     https://api.openai.com/v1), OPENAI_API_KEY, OPENAI_MODEL (required)."""
@@ -484,40 +541,108 @@ class OpenAICompatibleDecider:
         self.timeout = timeout
         self.temperature = temperature
         # No retries: a failed completion costs one silent decision, not a stalled action agent.
-        self.transport = Transport(self.base_url, self.api_key, timeout=timeout, retries=0)
+        self.llm = ChatCompletions(
+            self.base_url, self.model, self.api_key, timeout=timeout, temperature=temperature, retries=0
+        )
+        self.transport = self.llm.transport
 
-    def messages(self, view: MemoryView) -> list[dict[str, str]]:
+    @staticmethod
+    def _situation(view: MemoryView, bank_label: str) -> str:
         window = [s.as_dict() for s in view.window]
-        user = (
+        return (
             f"Task: {view.task}\n\n"
             f"Recent trajectory (last {len(window)} steps): {json.dumps(window, ensure_ascii=False)}\n\n"
-            f"Current memory bank: {json.dumps(dict(view.bank), ensure_ascii=False, default=str)}\n\n"
+            f"{bank_label}: {json.dumps(dict(view.bank), ensure_ascii=False, default=str)}\n\n"
             + (
                 f"The action agent is about to run: {json.dumps(view.proposed, ensure_ascii=False)}\n"
                 if view.proposed
                 else ""
             )
-            + (
-                "The run is over: update the bank only; answer with reminder null."
-                if view.final
-                else f"This is the decision before step {view.step}."
-            )
         )
-        return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+    def update_messages(self, view: MemoryView) -> list[dict[str, str]]:
+        """Phase 1's prompt: the task, the last steps, the bank as it is now."""
+        user = self._situation(view, "Current memory bank") + (
+            "The run is over: bring the bank up to date with the whole run."
+            if view.final
+            else f"Update the bank before the decision about step {view.step}."
+        )
+        return [{"role": "system", "content": UPDATE_PROMPT}, {"role": "user", "content": user}]
+
+    def decide_messages(self, view: MemoryView) -> list[dict[str, str]]:
+        """Phase 2's prompt: the same situation with the bank after phase 1's operations."""
+        user = self._situation(view, "Updated memory bank") + f"This is the decision before step {view.step}."
+        return [{"role": "system", "content": DECIDE_PROMPT}, {"role": "user", "content": user}]
 
     def complete(self, messages: list[dict[str, str]]) -> str:
-        """POST chat/completions; the reply's text. Raises EngramError on a refused call."""
-        body = {"model": self.model, "messages": messages, "temperature": self.temperature}
-        payload = self.transport.request("POST", "chat/completions", body)
-        return str(payload["choices"][0]["message"]["content"] or "")
+        """POST chat/completions; the reply's text. Raises LLMError (an EngramError) on a refused
+        call, no answer, or a reply without text."""
+        return self.llm.complete(messages)
+
+    def update(self, view: MemoryView) -> list[BankUpdate]:
+        """Phase 1: the bank operations the model asks for (a reminder in this reply is ignored)."""
+        return parse_reply(self.complete(self.update_messages(view))).updates
+
+    def decide(self, view: MemoryView) -> tuple[str | None, str]:
+        """Phase 2: (reminder or None, rationale) on `view.bank`, the updated bank (operations in
+        this reply are ignored: the bank was updated in phase 1)."""
+        decision = parse_reply(self.complete(self.decide_messages(view)))
+        return decision.reminder, decision.rationale
 
     def __call__(self, view: MemoryView) -> Decision:
-        return parse_reply(self.complete(self.messages(view)))
+        """Both phases without a loop: phase 2 sees `view.bank` with phase 1 applied locally."""
+        updates = self.update(view)
+        if view.final:
+            return Decision(updates=updates, rationale="the run is over")
+        reminder, rationale = self.decide(replace(view, bank=apply_updates(view.bank, updates)))
+        return Decision(updates=updates, reminder=reminder, rationale=rationale)
 
 
 # --- The loop ------------------------------------------------------------------------------------
 def reminder_message(reminder: str) -> Message:
     return {"role": "user", "content": f"{REMINDER_PREFIX}\n{reminder}"}
+
+
+def is_two_phase(decider: Any) -> bool:
+    """A decider with `update(view)` and `decide(view)` (RuleBasedDecider,
+    OpenAICompatibleDecider): the loop applies its updates before asking it to decide."""
+    return callable(getattr(decider, "update", None)) and callable(getattr(decider, "decide", None))
+
+
+def memory_unreachable(exc: BaseException) -> bool:
+    """Engram did not answer, or could not: no connection or a timeout (status 0), 408, 429
+    (after the transport's retries) or a 5xx — or an OSError from a custom bank. The loop then
+    carries on without memory. Any other refusal (400/401/403/404/409) is the caller's bug."""
+    if isinstance(exc, EngramError):
+        return exc.status == 0 or exc.status in (408, 429) or exc.status >= 500
+    return isinstance(exc, OSError)
+
+
+class _Memory:
+    """The loop's line to Engram for one run. The first time Engram is unreachable it logs one
+    warning and goes quiet: no further calls for the rest of the run."""
+
+    def __init__(self, bank: BankBackend) -> None:
+        self.bank = bank
+        self.error = ""
+
+    @property
+    def up(self) -> bool:
+        return not self.error
+
+    def call(self, method: str, *args: Any, **kwargs: Any) -> tuple[bool, Any]:
+        """(True, answer), or (False, None) when Engram is (or just went) unreachable. Other
+        errors are raised."""
+        if self.error:
+            return False, None
+        try:
+            return True, getattr(self.bank, method)(*args, **kwargs)
+        except Exception as exc:
+            if not memory_unreachable(exc):
+                raise
+            self.error = f"{method}: {exc}"[:500]
+            logger.warning("Engram is unreachable (%s); the run carries on without memory.", self.error)
+            return False, None
 
 
 class MemoryAgent:
@@ -548,20 +673,32 @@ class MemoryAgent:
         self.preview = preview
         self.offer_candidates = offer_candidates
 
-    def _apply(self, run_id: int, updates: Sequence[BankUpdate]) -> None:
+    def _apply(self, memory: _Memory, run_id: int, updates: Sequence[BankUpdate]) -> int:
+        """Write `updates` through Engram; how many were accepted. A refused one is logged and
+        skipped (a model's bad tool call must not end the run); an outage stops the writes."""
+        applied = 0
         for update in updates:
             try:
                 match update.tool:
                     case "memory_update_status":
-                        self.bank.update_status(run_id, update.content)
+                        ok, _ = memory.call("update_status", run_id, update.content)
                     case "memory_save_knowledge":
-                        self.bank.save_knowledge(run_id, update.id, update.content, update.tags)
+                        ok, _ = memory.call("save_knowledge", run_id, update.id, update.content, update.tags)
                     case "memory_save_procedural":
-                        self.bank.save_procedural(run_id, update.id, update.content, update.outcome or "noted")
+                        ok, _ = memory.call(
+                            "save_procedural", run_id, update.id, update.content, update.outcome or "noted"
+                        )
                     case "memory_delete":
-                        self.bank.delete_item(run_id, update.id)
-            except Exception as exc:  # a bad tool call from a model must not end the run
+                        ok, _ = memory.call("delete_item", run_id, update.id)
+                    case _:
+                        ok = False
+            except Exception as exc:
                 logger.warning("memory tool %s(%s) refused: %s", update.tool, update.id, exc)
+                continue
+            if not memory.up:
+                break
+            applied += int(ok)
+        return applied
 
     def _decide(self, view: MemoryView) -> Decision:
         try:
@@ -570,30 +707,98 @@ class MemoryAgent:
             logger.warning("the memory agent's decider failed at step %s: %s", view.step, exc)
             return Decision(rationale=f"decider failed: {exc}"[:500])
 
+    def _turn(self, memory: _Memory, run_id: int, view: MemoryView) -> Decision | None:
+        """One memory-agent turn on a view of the bank read just now: phase 1 updates the bank
+        through Engram; phase 2 decides on the bank re-read after the update. A plain callable
+        decider does both in one call (its updates are written after it returns). None when
+        Engram went unreachable on the way."""
+        if not is_two_phase(self.decider):
+            decision = self._decide(view)
+            self._apply(memory, run_id, decision.updates)
+            return decision if memory.up else None
+        two_phase: Any = self.decider
+        try:
+            updates = [u for u in (_update_of(raw) for raw in two_phase.update(view) or []) if u is not None]
+        except Exception as exc:  # no update, no decision: silence this time
+            logger.warning("the memory agent's update failed at step %s: %s", view.step, exc)
+            return Decision(rationale=f"decider failed: {exc}"[:500])
+        if self._apply(memory, run_id, updates):
+            ok, bank = memory.call("get_bank", run_id)
+            if not ok:
+                return None
+            view = replace(view, bank=bank)
+        if not memory.up:
+            return None
+        if view.final:
+            return Decision(updates=updates, rationale="the run is over")
+        try:
+            decided = two_phase.decide(view)
+        except Exception as exc:
+            logger.warning("the memory agent's decision failed at step %s: %s", view.step, exc)
+            return Decision(updates=updates, rationale=f"decider failed: {exc}"[:500])
+        if isinstance(decided, tuple) and len(decided) == 2:
+            reminder, rationale = decided
+            reminder = str(reminder).strip() or None if reminder else None
+            return Decision(updates=updates, reminder=reminder, rationale=str(rationale or ""))
+        decision = as_decision(decided)
+        return Decision(updates=updates, reminder=decision.reminder, rationale=decision.rationale)
+
+    def _review(
+        self, memory: _Memory, run_id: int, task: str, step: int, steps: list[Step], proposed: Action | None
+    ) -> Decision | None:
+        """Read the bank, take a turn, log the decision on the run. None (no decision, no
+        reminder) when Engram is unreachable: a decision that cannot be logged is not given."""
+        window = steps[-self.window :]
+        ok, bank = memory.call("get_bank", run_id)
+        if not ok:
+            return None
+        decision = self._turn(memory, run_id, MemoryView(task, step, window, bank, proposed))
+        if decision is None:
+            return None
+        logged, _ = memory.call(
+            "intervene", run_id, step, decision.reminder, decision.rationale or None, [s.as_dict() for s in window]
+        )
+        return decision if logged else None
+
     def run(self, task: str, context: list[Message] | None = None) -> RunResult:
-        run_id = int(self.bank.create_run(task)["id"])
+        """Run the task to its end (or `max_steps`); one action-agent call per step.
+
+        A reminder is shown with one call only — the next one — appended to a copy of the
+        context; the kept context never holds it. With `preview` the decider sees the action
+        just proposed: a proposal met with a reminder is held back (not run, not in the context)
+        and the step ends; the next step's call carries the reminder. A proposal is never held
+        back twice in a row: the agent has been told, the choice is its own."""
+        memory = _Memory(self.bank)
+        created_ok, created = memory.call("create_run", task)
+        run_id: int | None = int(created["id"]) if created_ok else None
         context = list(context) if context is not None else [{"role": "user", "content": task}]
         steps: list[Step] = []
         decisions: list[tuple[int, Decision]] = []
+        reminder: str | None = None  # for this step's call only
+        held = False  # the previous step's proposal was held back for a reminder
+        last_review = -1
         done = False
         for n in range(self.max_steps):
-            action: Action | None = None
-            if n % self.interval == 0:
-                window = steps[-self.window :]
-                proposed = self.action_agent(list(context)) if self.preview else None
-                view = MemoryView(task=task, step=n, window=window, bank=self.bank.get_bank(run_id), proposed=proposed)
-                decision = self._decide(view)
-                self._apply(run_id, decision.updates)
-                self.bank.intervene(
-                    run_id, n, decision.reminder, decision.rationale or None, [s.as_dict() for s in window]
-                )
-                decisions.append((n, decision))
-                if decision.reminder:
-                    context.append(reminder_message(decision.reminder))
-                else:
-                    action = proposed
-            if action is None:
-                action = self.action_agent(list(context))
+            review = run_id is not None and memory.up and n % self.interval == 0
+            if review and not self.preview and run_id is not None:
+                decision = self._review(memory, run_id, task, n, steps, None)
+                if decision is not None:
+                    decisions.append((n, decision))
+                    last_review = n
+                    reminder = decision.reminder
+            shown = [*context, reminder_message(reminder)] if reminder else list(context)
+            reminder = None
+            action = self.action_agent(shown)
+            if review and self.preview and run_id is not None:
+                decision = self._review(memory, run_id, task, n, steps, action)
+                if decision is not None:
+                    decisions.append((n, decision))
+                    last_review = n
+                    reminder = decision.reminder
+                    if reminder and not held:
+                        held = True
+                        continue
+            held = False
             command = str(action.get("command") or "")
             if not command or action.get("final"):
                 done = True
@@ -606,15 +811,27 @@ class MemoryAgent:
             if observation.get("done"):
                 done = True
                 break
-        last_review = decisions[-1][0] if decisions else -1
-        if any(s.step >= last_review for s in steps):
-            # One last look so the bank holds the whole run before it is closed (and offered).
-            view = MemoryView(
-                task=task, step=len(steps), window=steps[-self.window :], bank=self.bank.get_bank(run_id), final=True
-            )
-            self._apply(run_id, self._decide(view).updates)
-        finished = self.bank.finish_run(run_id, offer_candidates=self.offer_candidates)
-        return RunResult(run_id=run_id, steps=steps, decisions=decisions, context=context, finished=finished, done=done)
+        finished: Mapping[str, Any] = {}
+        if run_id is not None and memory.up:
+            if any(s.step >= last_review for s in steps):
+                # One last look so the bank holds the whole run before it is closed (and offered).
+                ok, bank = memory.call("get_bank", run_id)
+                if ok:
+                    after = steps[-1].step + 1 if steps else 0
+                    self._turn(memory, run_id, MemoryView(task, after, steps[-self.window :], bank, final=True))
+            if memory.up:
+                ok, answer = memory.call("finish_run", run_id, offer_candidates=self.offer_candidates)
+                finished = answer if ok else {}
+        return RunResult(
+            run_id=run_id,
+            steps=steps,
+            decisions=decisions,
+            context=context,
+            finished=finished,
+            done=done,
+            memory_available=memory.up,
+            memory_error=memory.error,
+        )
 
 
 def run_without_memory(
