@@ -18,6 +18,7 @@ QUIET_PIP := grep -v "is ignored: it is neither a file nor a directory" || true
 
 help:
 	@echo "make run    install everything, start the embedded PostgreSQL, load the demo, serve on 127.0.0.1:$(PORT)"
+	@echo "           (the daily jobs, e.g. stale detection, run in-process: ENGRAM_SCHEDULER=1)"
 	@echo "make test   lint (ruff, mypy, import contracts) then the whole test suite on real PostgreSQL"
 	@echo "make bench  recall and ingest benchmarks (not part of make test)"
 	@echo "make eval   recall quality (recall@10, nDCG@10) on the tuning set, then the held-out sets"
@@ -43,7 +44,7 @@ install: $(STAMP)
 
 run: install
 	@$(PY) manage.py engram_up --port $(PORT)
-	@ENGRAM_PRELOAD_MODEL=1 $(PY) manage.py runserver 127.0.0.1:$(PORT) --noreload
+	@ENGRAM_PRELOAD_MODEL=1 ENGRAM_SCHEDULER=1 $(PY) manage.py runserver 127.0.0.1:$(PORT) --noreload
 
 lint: install
 	@echo "==> ruff"

@@ -5,14 +5,16 @@ import os
 from celery import Celery
 from celery.schedules import crontab
 
+from memory.scheduler import DAILY_JOBS
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("engram")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
-# Periodic work for `celery beat` (production). Stale detection challenges facts not validated
-# within their memory type's window (SPEC §7); daily is ample for windows counted in days.
+# Periodic work for `celery beat` (production), from the one definition of the daily jobs; the
+# embedded mode runs the same jobs in-process (memory.scheduler, ENGRAM_SCHEDULER).
 app.conf.beat_schedule = {
-    "detect-stale-facts": {"task": "memory.tasks.detect_stale_facts", "schedule": crontab(hour=3, minute=17)},
+    job.name: {"task": job.task, "schedule": crontab(hour=job.hour, minute=job.minute)} for job in DAILY_JOBS
 }

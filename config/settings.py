@@ -295,6 +295,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 if CELERY_BROKER_URL and not CELERY_BROKER_URL.startswith(("redis://", "rediss://", "memory://")):
     raise ImproperlyConfigured("CELERY_BROKER_URL must be a redis:// URL (or leave it unset to run tasks inline).")
+# The daily jobs (memory.scheduler.DAILY_JOBS) run under `celery beat` in production; without a
+# broker a web process started with ENGRAM_SCHEDULER=1 (`make run` does) runs them in-process.
+ENGRAM_SCHEDULER = env_bool("ENGRAM_SCHEDULER", False)
 
 # Throttling counters must be shared by all web processes in production: Redis when there is one.
 CACHE_URL = env_str("CACHE_URL") or CELERY_BROKER_URL

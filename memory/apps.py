@@ -18,3 +18,8 @@ class MemoryConfig(AppConfig):
             from memory.embeddings import get_model
 
             threading.Thread(target=get_model, name="engram-model-preload", daemon=True).start()
+
+        # The daily jobs in the embedded mode (no `celery beat`): only with ENGRAM_SCHEDULER on.
+        from memory import scheduler
+
+        scheduler.start()

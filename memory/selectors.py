@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from django.db.models import Q, QuerySet
 
 from memory.errors import InvalidInput, NotFound
-from memory.models import Conflict, Fact, FactMention, MemoryDomain, Policy
+from memory.models import AuditEvent, Conflict, Fact, FactMention, FactStatus, MemoryDomain, Policy
 from memory.services.tenancy import parse_domain_label, unknown_domain
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ def domain_for_agent(agent: Agent, *, domain: str, repo: str | None = None) -> M
 
 
 def facts_for_agent(agent: Agent, filters: dict[str, Any]) -> QuerySet[Fact]:
-    """Visible facts with optional domain/topic/status/repo filters; current ones by default."""
+    """Visible facts with optional domain/topic/status/repo/session_key filters; current ones by default."""
     qs = Fact.objects.visible_to(agent).select_related("domain__repo")
     if filters.get("domain"):
         qs = qs.filter(domain=domain_for_agent(agent, domain=filters["domain"], repo=filters.get("repo")))
@@ -49,6 +49,8 @@ def facts_for_agent(agent: Agent, filters: dict[str, Any]) -> QuerySet[Fact]:
         qs = qs.filter(topic=filters["topic"])
     if filters.get("status"):
         qs = qs.filter(status=filters["status"])
+    if filters.get("session_key"):
+        qs = qs.filter(session_key=filters["session_key"])
     if filters.get("current", True):
         qs = qs.filter(superseded_by__isnull=True)
     return qs.order_by("-created_at", "-id")
@@ -96,6 +98,35 @@ def mentions_of(fact: Fact, *, limit: int = MENTIONS_LIMIT) -> tuple[list[FactMe
     many such records there are."""
     qs = FactMention.objects.filter(fact=fact).select_related("agent")
     return list(qs.order_by("-created_at", "-id")[:limit]), qs.count()
+
+
+def latest_challenges(facts: list[Fact], *, current_only: bool = True) -> dict[int, AuditEvent]:
+    """Why each challenged fact among `facts` was challenged: its latest `fact.challenged` audit
+    event (detail: reason, detail), keyed by fact id. One query for any number of facts (DISTINCT
+    ON the target). With `current_only` facts not challenged now are not looked up (an earlier
+    challenge since revalidated does not count); the review queue shows decided items too."""
+    ids = [f.pk for f in facts if f.status == FactStatus.CHALLENGED or not current_only]
+    if not ids:
+        return {}
+    events = (
+        AuditEvent.objects.filter(target_type="fact", target_id__in=ids, verb="fact.challenged")
+        .order_by("target_id", "-created_at", "-id")
+        .distinct("target_id")
+    )
+    return {e.target_id: e for e in events if e.target_id is not None}
+
+
+def challenge_body(event: AuditEvent | None) -> dict[str, Any] | None:
+    """The API's `challenge`: {reason, detail, at, by} from a `fact.challenged` event, or None."""
+    if event is None:
+        return None
+    detail = event.detail or {}
+    return {
+        "reason": str(detail.get("reason", "")),
+        "detail": str(detail.get("detail", "")),
+        "at": event.created_at,
+        "by": event.actor_label,
+    }
 
 
 def conflicts_for_agent(agent: Agent, filters: dict[str, Any]) -> QuerySet[Conflict]:

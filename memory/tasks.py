@@ -53,8 +53,9 @@ def harmonize_memory(agent_id: int, domain_id: int | None = None, job_id: int | 
 
 @shared_task(acks_late=True)
 def detect_stale_facts() -> dict[str, int]:
-    """Daily (beat): challenge active facts not validated within their memory type's window.
-    Idempotent: a second run finds nothing new to challenge."""
+    """Daily (beat, or memory.scheduler in the embedded mode): challenge active lifecycle-managed
+    facts not validated or mentioned within their memory type's window. Idempotent: a second run
+    finds nothing new to challenge."""
     from memory.services.lifecycle import detect_stale
 
     return detect_stale()

@@ -24,6 +24,7 @@ from memory.models import (
     Replay,
     Workspace,
 )
+from memory.selectors import latest_challenges
 from memory.services import promotion
 from memory.services.facts import Outcome as Proposal
 from review.access import reviewable_domain_ids
@@ -342,7 +343,7 @@ _REPLAY = re.compile(r"replay #(\d+)")
 def challenge_of(fact: Fact) -> Challenge | None:
     """Why a fact was challenged: the failed replay (its text) or the conflict it lost (the
     winner's text and the diff), from the latest `fact.challenged` event."""
-    event = _last_event("fact", fact.pk, ["fact.challenged"])
+    event = latest_challenges([fact], current_only=False).get(fact.pk)
     if event is None:
         return None
     detail = event.detail or {}

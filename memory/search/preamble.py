@@ -3,18 +3,33 @@
 It is exactly: every active policy as `- [domain] rule`; the agent's working memory verbatim;
 at most 5 keyword-matched facts within about 1,200 characters, only for tasks of at least 20
 characters, the given repo's facts first; a closing line pointing to search_memory.
+
+A fact that restates one of the policies shown is left out (issue 20; design note 002: "remove
+memory that duplicates rules"): the write classifier (`memory.similarity.classify`, the very
+function that makes a write a re-mention) is asked whether the fact, proposed on its own topic,
+would be the SAME as the policy. The task is never embedded; the policies' vectors are computed
+once per process and rule (they are few and rarely change) and compared with the facts' stored
+vectors; only a pair whose cosine clears PREFILTER_COSINE is read by the classifier.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import numpy as np
+from django.db.models import TextField
+from django.db.models.functions import Cast
+
+from memory import embeddings
 from memory.models import Fact, Policy
 from memory.recalls import open_episode, record_recall
 from memory.search import voices
 from memory.selectors_notes import notes_for
 from memory.services.policies import policy_line
+from memory.similarity import Relation, classify, normalise
 
 if TYPE_CHECKING:
     from memory.models import Agent
@@ -34,6 +49,7 @@ class Preamble:
     facts: list[Fact]
     fact_lines: list[str]
     episode_id: int
+    restating: dict[int, str] = field(default_factory=dict)  # fact id → the policy rule it restates
 
 
 def scope_note(fact: Fact) -> str:
@@ -62,24 +78,95 @@ def working_memory_text(agent: Agent) -> str:
     return text
 
 
-def select_facts(agent: Agent, task: str, repo: str | None) -> list[tuple[Fact, str]]:
-    """Keyword-matched facts, the repo's first, at most MAX_FACTS within FACT_BUDGET_CHARS."""
+# Below this cosine between a policy's own vector and a fact's, the classifier is not asked: it
+# answers SAME only from cosine 0.50 (SAME_FLOOR) with the topic-aware vector, which lies close to
+# (and mostly below) this one.
+PREFILTER_COSINE = 0.45
+VECTOR_CACHE_SIZE = 4096
+_vectors_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+_vectors_lock = threading.Lock()
+
+
+def cached_vectors(texts: list[str]) -> list[np.ndarray]:
+    """The vectors of `texts`, embedded once per process (policies and policy-on-topic texts:
+    few, and they change only when a policy does); least recently used evicted past the size."""
+    found: dict[str, np.ndarray] = {}
+    with _vectors_lock:
+        for text in texts:
+            if text in _vectors_cache:
+                _vectors_cache.move_to_end(text)
+                found[text] = _vectors_cache[text]
+    missing = [t for t in dict.fromkeys(texts) if t not in found]
+    if missing:
+        encoded = [np.asarray(v, dtype=np.float32) for v in embeddings.embed_texts(missing)]
+        found.update(zip(missing, encoded, strict=True))
+        with _vectors_lock:
+            _vectors_cache.update(zip(missing, encoded, strict=True))
+            while len(_vectors_cache) > VECTOR_CACHE_SIZE:
+                _vectors_cache.popitem(last=False)
+    return [found[t] for t in texts]
+
+
+class PolicyRestatements:
+    """Tells whether a fact restates one of the preamble's policies, as the write path would
+    decide it: `classify(policy, fact)` is SAME, with the cosine of the policy embedded on the
+    fact's topic (as a proposal on that topic would be) to the fact's stored vector (read from
+    `embedding_text`, annotated by select_facts). A fact without a vector yet restates a policy
+    only if their normalised texts are equal."""
+
+    def __init__(self, rules: list[str]) -> None:
+        self.rules = rules
+        self.normalised = {normalise(rule): rule for rule in rules}
+        self.skipped: dict[int, str] = {}  # fact id → the rule it restates (left out)
+        self._plain: np.ndarray | None = None
+
+    def restated_by(self, fact: Fact) -> str | None:
+        """The policy rule `fact` restates, or None."""
+        if not self.rules:
+            return None
+        if (rule := self.normalised.get(normalise(fact.content))) is not None:
+            return rule
+        text = getattr(fact, "embedding_text", None)
+        if not text:
+            return None
+        if self._plain is None:
+            self._plain = np.stack(cached_vectors(self.rules))
+        vector = np.array(text.strip("[]").split(","), dtype=np.float32)
+        cosines = self._plain @ vector
+        for index in np.argsort(-cosines):
+            if cosines[index] < PREFILTER_COSINE:
+                break
+            rule = self.rules[int(index)]
+            [on_topic] = cached_vectors([embeddings.fact_text(fact.topic, rule)])
+            if classify(rule, fact.content, float(on_topic @ vector)).kind == Relation.SAME:
+                return rule
+        return None
+
+
+def select_facts(
+    agent: Agent, task: str, repo: str | None, policies: PolicyRestatements | None = None
+) -> list[tuple[Fact, str]]:
+    """Keyword-matched facts, the repo's first, at most MAX_FACTS within FACT_BUDGET_CHARS; a fact
+    restating one of `policies` is skipped (recorded in `policies.skipped`)."""
     if len(task.strip()) < MIN_TASK_CHARS:
         return []
     ranked = voices.lexical(voices.Scope(agent=agent), task, limit=CANDIDATES, prefer_repo=repo)
     if not ranked:
         return []
-    loaded = {
-        f.pk: f
-        for f in Fact.objects.select_related("domain__repo")
-        .defer("embedding", "search_vector")
-        .filter(pk__in=[pk for pk, _ in ranked])
-    }
+    facts = Fact.objects.select_related("domain__repo").defer("embedding", "search_vector")
+    if policies is not None and policies.rules:
+        # The vector as text, parsed only for the facts examined (pgvector's own field parses
+        # every row, which cost more than the rest of the check).
+        facts = facts.annotate(embedding_text=Cast("embedding", TextField()))
+    loaded = {f.pk: f for f in facts.filter(pk__in=[pk for pk, _ in ranked])}
     chosen: list[tuple[Fact, str]] = []
     used = 0
     for pk, _ in ranked:
         fact = loaded.get(pk)
         if fact is None:
+            continue
+        if policies is not None and (rule := policies.restated_by(fact)) is not None:
+            policies.skipped[fact.pk] = rule
             continue
         line = fact_line(fact)
         if used + len(line) > FACT_BUDGET_CHARS:
@@ -95,15 +182,16 @@ def select_facts(agent: Agent, task: str, repo: str | None) -> list[tuple[Fact, 
 
 def build_preamble(*, agent: Agent, task: str, repo: str | None = None) -> Preamble:
     """Assemble the preamble, record its dispatch episode and count the facts as recalled."""
-    policies = [
-        policy_line(p)
-        for p in Policy.objects.visible_to(agent)
+    active = list(
+        Policy.objects.visible_to(agent)
         .active()
         .select_related("domain__repo", "required_role")
         .order_by("domain__name", "created_at", "pk")
-    ]
+    )
+    policies = [policy_line(p) for p in active]
     memory = working_memory_text(agent)
-    chosen = select_facts(agent, task, repo)
+    restatements = PolicyRestatements([p.rule for p in active])
+    chosen = select_facts(agent, task, repo, restatements)
     sections = []
     if policies:
         sections.append("Policies (always apply):\n" + "\n".join(policies))
@@ -121,4 +209,5 @@ def build_preamble(*, agent: Agent, task: str, repo: str | None = None) -> Pream
         facts=[f for f, _ in chosen],
         fact_lines=[line for _, line in chosen],
         episode_id=episode_id,
+        restating=restatements.skipped,
     )

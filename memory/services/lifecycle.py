@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models.functions import Coalesce
+from django.db.models import Q
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from memory.actors import Actor
@@ -174,12 +175,22 @@ def archive_deprecated_fact(*, fact: Fact, by: Actor) -> Fact:
     )
 
 
+def lifecycle_managed() -> Q:
+    """The facts stale detection watches (SPEC §7, design note 002): those that went through the
+    promotion gate — promoted from a candidate (`origin_candidate` set, or origin `promotion`) —
+    or that carry a verification probe. Their worth rests on a validation that can age; a plain
+    agent or human fact has no probe to replay, and its Weibull decay already fades it in search."""
+    return Q(origin_candidate__isnull=False) | Q(origin="promotion") | ~Q(verification="")
+
+
 @transaction.atomic
 def detect_stale(*, now: datetime | None = None, by: Actor | None = None) -> dict[str, int]:
-    """Challenge (reason `stale`) every active fact not validated within its memory type's window;
-    returns how many per memory type (types with none are left out). The window is measured
-    from last_validated_at, or created_at for a fact never validated; rows are locked in pk
-    order; one audit event per challenged fact."""
+    """Challenge (reason `stale`) every active lifecycle-managed fact (`lifecycle_managed`) not
+    validated within its memory type's window; returns how many per memory type (types with none
+    are left out). The window is measured from the latest sign of life: last_validated_at (a
+    person's revalidation or a passing replay), last_mentioned_at (a re-mention: someone stated it
+    again) or created_at. Rows are locked in pk order; one audit INSERT for all challenged facts,
+    whose detail says which date the window ran from."""
     by = by or Actor.of_system("detect_stale")
     now = now or timezone.now()
     counts: dict[str, int] = {}
@@ -187,15 +198,17 @@ def detect_stale(*, now: datetime | None = None, by: Actor | None = None) -> dic
         cutoff = now - timedelta(days=profile.stale_after_days)
         locked = list(
             Fact.objects.select_for_update()
+            .filter(lifecycle_managed())
             .filter(memory_type=profile.memory_type, status=FactStatus.ACTIVE, superseded_by__isnull=True)
-            .alias(validated=Coalesce("last_validated_at", "created_at"))
-            .filter(validated__lt=cutoff)
+            # PostgreSQL's GREATEST skips NULLs: a never-validated fact counts from its last mention.
+            .alias(alive=Greatest("last_validated_at", "last_mentioned_at", "created_at"))
+            .filter(alive__lt=cutoff)
             .order_by("pk")
-            .values_list("pk", "workspace_id", "last_validated_at")
+            .values_list("pk", "workspace_id", "last_validated_at", "last_mentioned_at")
         )
         if not locked:
             continue
-        Fact.objects.filter(pk__in=[pk for pk, _, _ in locked]).update(
+        Fact.objects.filter(pk__in=[pk for pk, *_ in locked]).update(
             status=FactStatus.CHALLENGED, status_changed_at=now
         )
         # A first run over a large old workspace may challenge thousands: one INSERT.
@@ -212,12 +225,20 @@ def detect_stale(*, now: datetime | None = None, by: Actor | None = None) -> dic
                         "from": FactStatus.ACTIVE,
                         "to": FactStatus.CHALLENGED,
                         "reason": ChallengeReason.STALE,
-                        "detail": f"not validated for {profile.stale_after_days} days"
-                        + (f" (last {validated:%Y-%m-%d})" if validated else " (never validated)"),
+                        "detail": _stale_detail(profile.stale_after_days, validated, mentioned),
                     },
                 )
-                for pk, workspace_id, validated in locked
+                for pk, workspace_id, validated, mentioned in locked
             ),
         )
         counts[profile.memory_type] = len(locked)
     return counts
+
+
+def _stale_detail(days: int, validated: datetime | None, mentioned: datetime | None) -> str:
+    """Why, in a reviewer's words: "not validated or mentioned for 180 days (last validated
+    2026-01-02, last mentioned 2026-02-03)"."""
+    last = f"last validated {validated:%Y-%m-%d}" if validated else "never validated"
+    if mentioned:
+        last += f", last mentioned {mentioned:%Y-%m-%d}"
+    return f"not validated or mentioned for {days} days ({last})"

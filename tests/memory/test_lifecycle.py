@@ -214,12 +214,24 @@ def default_decay_profiles(db):
     importlib.import_module("memory.migrations.0002_default_decay_profiles").forwards(apps, None)
 
 
-def _aged(world, memory_type: str, *, created_days: int, validated_days: int | None = None, **kw) -> Fact:
+def _aged(
+    world,
+    memory_type: str,
+    *,
+    created_days: int,
+    validated_days: int | None = None,
+    mentioned_days: int | None = None,
+    **kw,
+) -> Fact:
+    """A lifecycle-managed (promoted) fact created, validated and last mentioned that many days
+    ago (never re-mentioned unless `mentioned_days` is given)."""
     now = timezone.now()
+    kw.setdefault("origin", "promotion")
     return FactFactory(
         domain=world.architecture,
         memory_type=memory_type,
         created_at=now - timedelta(days=created_days),
+        last_mentioned_at=now - timedelta(days=created_days if mentioned_days is None else mentioned_days),
         last_validated_at=now - timedelta(days=validated_days) if validated_days is not None else None,
         **kw,
     )
@@ -287,3 +299,61 @@ def test_detect_stale_runs_as_a_daily_beat_task(world):
     )
     assert detect_stale_facts.apply().get() == {"observation": 1}
     assert status_of(fact) == "challenged"
+
+
+# --- Stale detection watches lifecycle-managed facts only (issue 20) ------------------------------------------
+def test_detect_stale_challenges_an_old_promoted_fact_but_not_an_old_plain_agent_fact(world):
+    days = DecayProfile.objects.get(memory_type="decision").stale_after_days + 30
+    candidate = CandidateFactory(domain=world.architecture, promotion_status="active")
+    promoted = _aged(world, "decision", created_days=days)  # origin "promotion"
+    from_candidate = _aged(world, "decision", created_days=days, origin="agent", origin_candidate=candidate)
+    with_probe = _aged(world, "decision", created_days=days, origin="agent", verification="make contract-check")
+    plain_agent = _aged(world, "decision", created_days=days, origin="agent")
+    plain_human = _aged(world, "decision", created_days=days, origin="human", veracity="human_stated")
+
+    assert detect_stale() == {"decision": 3}
+
+    assert [status_of(f) for f in (promoted, from_candidate, with_probe)] == ["challenged"] * 3
+    assert [status_of(f) for f in (plain_agent, plain_human)] == ["active", "active"]
+    assert not AuditEvent.objects.filter(
+        verb="fact.challenged", target_id__in=[plain_agent.pk, plain_human.pk]
+    ).exists()
+
+
+def test_detect_stale_spares_a_promoted_fact_re_mentioned_recently(world):
+    """Fact 52 of the issue: created and validated long ago, stated again seconds before the run."""
+    days = DecayProfile.objects.get(memory_type="decision").stale_after_days + 30
+    fact = _aged(
+        world, "decision", created_days=days * 2, validated_days=days, content="Production deploys happen on Tuesdays."
+    )
+    untouched = _aged(world, "decision", created_days=days * 2, validated_days=days)
+    result = propose_fact(
+        domain=world.architecture,
+        data=FactInput(topic=fact.topic, content="Production deploys happen on Tuesdays.", memory_type="decision"),
+        by=Actor.of_agent(world.coder),
+    )
+    assert result.outcome == "re_mentioned" and result.fact.pk == fact.pk
+
+    assert detect_stale() == {"decision": 1}
+
+    assert status_of(fact) == "active"
+    assert status_of(untouched) == "challenged"
+
+
+def test_detect_stale_measures_from_the_latest_of_validation_mention_and_creation(world):
+    window = DecayProfile.objects.get(memory_type="decision").stale_after_days
+    old, recent = window + 10, window - 10
+    spared = [
+        _aged(world, "decision", created_days=old, mentioned_days=recent),  # re-mentioned in time
+        _aged(world, "decision", created_days=old, validated_days=recent),  # revalidated in time
+        _aged(world, "decision", created_days=recent),  # young
+    ]
+    overdue = _aged(world, "decision", created_days=old * 2, validated_days=old, mentioned_days=old + 1)
+
+    assert detect_stale() == {"decision": 1}
+
+    assert [status_of(f) for f in spared] == ["active"] * 3
+    event = AuditEvent.objects.get(verb="fact.challenged", target_id=overdue.pk)
+    assert event.detail["reason"] == "stale"
+    assert event.detail["detail"].startswith(f"not validated or mentioned for {window} days (last validated ")
+    assert "last mentioned " in event.detail["detail"]

@@ -532,6 +532,41 @@ def test_a_passing_replay_revalidates_a_challenged_promoted_fact(world):
     assert AuditEvent.objects.filter(verb="fact.revalidated", target_id=fact_id).exists()
 
 
+def test_a_passing_replay_keeps_a_promoted_fact_from_going_stale(world):
+    """A passing replay is validation (issue 20): it sets last_validated_at, and stale detection
+    measures the window from it."""
+    import importlib
+    from datetime import timedelta
+
+    from django.apps import apps
+    from django.utils import timezone
+
+    from memory.models import DecayProfile
+    from memory.services.lifecycle import detect_stale
+
+    # The default windows come from a data migration a transactional test may have truncated.
+    importlib.import_module("memory.migrations.0002_default_decay_profiles").forwards(apps, None)
+    candidate = submit(world)
+    replay(world, candidate, passed=True)
+    fact_id = promote(candidate=candidate, by=Actor.of_agent(world.coder), write=True).fact_id
+    fact = Fact.objects.get(pk=fact_id)
+    window = DecayProfile.objects.get(memory_type=fact.memory_type).stale_after_days
+    long_ago = timezone.now() - timedelta(days=window + 30)
+    age = {"created_at": long_ago, "last_mentioned_at": long_ago, "last_validated_at": long_ago}
+    Fact.objects.filter(pk=fact_id).update(**age)
+
+    replay(world, candidate, passed=True)
+    fact = Fact.objects.get(pk=fact_id)
+    assert fact.last_validated_at > long_ago + timedelta(days=window)
+    assert fact.validated_by == "replay"
+    assert detect_stale() == {}
+    assert Fact.objects.get(pk=fact_id).status == "active"
+
+    Fact.objects.filter(pk=fact_id).update(**age)  # the same fact without that replay goes stale
+    assert detect_stale() == {fact.memory_type: 1}
+    assert Fact.objects.get(pk=fact_id).status == "challenged"
+
+
 def test_a_replay_needs_a_probe(world):
     candidate = submit(world)
     with pytest.raises(InvalidInput) as caught:

@@ -15,6 +15,7 @@ from agents.management.commands.seed_demo import DEMO_KEY_FILE, DEMO_SLUG
 from agents.services import rotate_key
 from memory.actors import Actor
 from memory.models import Agent, Workspace, WorkspaceMembership
+from memory.scheduler import DAILY_JOBS
 
 DEMO_ADMIN = ("admin", "engram-demo")
 
@@ -51,4 +52,11 @@ class Command(BaseCommand):
         self.stdout.write(f"  API docs:    {url}api/v1/docs/")
         self.stdout.write(f"  Demo agent:  {key}")
         self.stdout.write(f"  Try:         curl -s -H 'Authorization: Bearer {key}' {url}api/v1/me/")
-        self.stdout.write(f"  Data:        {settings.ENGRAM_HOME}\n")
+        self.stdout.write(f"  Data:        {settings.ENGRAM_HOME}")
+        jobs = ", ".join(job.name for job in DAILY_JOBS)
+        where = (
+            "run by celery beat"
+            if settings.CELERY_BROKER_URL
+            else "run in-process when ENGRAM_SCHEDULER=1, which make run sets"
+        )
+        self.stdout.write(f"  Daily jobs:  {jobs}, {where}\n")

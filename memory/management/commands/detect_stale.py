@@ -1,5 +1,6 @@
-"""`manage.py detect_stale`: challenge active facts not validated within their memory type's
-window (SPEC §7) and print how many, per memory type. Celery beat runs the same service daily."""
+"""`manage.py detect_stale`: challenge active lifecycle-managed facts (promoted, or with a probe)
+not validated or mentioned within their memory type's window (SPEC §7) and print how many, per
+memory type. The same service runs daily under Celery beat or the in-process scheduler."""
 
 from __future__ import annotations
 
