@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
-from typing import Any, Literal
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, Literal
 
 from django.db import close_old_connections
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+from typing_extensions import TypedDict
 
 from agents import operations as ops
+from agents import prompts
 from memory.models import Agent, hash_key
 
 logger = logging.getLogger("engram.mcp")
@@ -39,14 +42,30 @@ BankItemKind = Literal["knowledge", "procedural"]
 FailureClass = Literal[
     "agent_failure", "verification_failure", "environment_blocker", "flaky_blocker", "harness_blocker"
 ]
+FactStatus = Literal["active", "challenged", "deprecated", "archived"]
+PromotionStatus = Literal["candidate", "held", "blocked", "harness_fix", "active", "denied"]
+
+
+class CandidateScope(TypedDict, total=False):
+    """Where a candidate's rule applies and where it does not (without both it is held)."""
+
+    applies_to: list[str]
+    does_not_apply_to: list[str]
+
 
 INSTRUCTIONS = """Engram is this workspace's governed long-term memory.
 Start a task with get_preamble; verify what matters with search_memory before relying on it.
 Propose durable knowledge with propose_fact, or many facts at once with propose_facts
 (re-mentions and conflicts are detected for you).
-Keep private notes with update_my_notes and record_observation. For a long task, open a run with
-create_memory_run and keep its memory bank with the memory_* tools; finish_memory_run can offer
-bank items as promotion candidates for a person to review — never as facts."""
+Keep private notes with update_my_notes and record_observation (read them with get_my_notes).
+When a turn produced files worth keeping, render the `remember` prompt for the remember
+sub-agent, hand its output to a person with submit_remember_review, wait for the decision with
+get_remember_review (wait up to 30 s per call), fold the resolution into your answer, then
+consume_remember_review. Lessons from failures go through the promotion gate: submit_candidate,
+record_replay, promote_candidate (a dry run unless write is true). For a long task, open a run
+with create_memory_run and keep its memory bank with the memory_* tools; finish_memory_run can
+offer bank items as promotion candidates for a person to review — never as facts.
+Every tool answers what the matching /api/v1/ endpoint answers."""
 
 READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
@@ -77,9 +96,13 @@ def _json(body: Any) -> str:
     return json.dumps(body, ensure_ascii=False, default=str)
 
 
-def _result(status: int, body: dict[str, Any]) -> CallToolResult:
+def _result(status: int, body: dict[str, Any], headers: Mapping[str, str] | None = None) -> CallToolResult:
+    """The tool answer: the API's body, and its headers (Retry-After) in `_meta.headers`."""
     return CallToolResult(
-        content=[TextContent(type="text", text=_json(body))], structured_content=body, is_error=status >= 400
+        _meta={"headers": dict(headers)} if headers else None,
+        content=[TextContent(type="text", text=_json(body))],
+        structured_content=body,
+        is_error=status >= 400,
     )
 
 
@@ -114,7 +137,7 @@ class EngramTools:
                     logger.exception("MCP tool failed")
                     return _result(500, {"code": "server_error", "detail": "Something went wrong; it was logged."})
                 return _result(answer.status, answer.body)
-            return _result(result.status, result.body)
+            return _result(result.status, result.body, result.headers)
         finally:
             close_old_connections()
 
@@ -123,6 +146,26 @@ def build_server(key: str, *, site_url: str = "") -> MCPServer:
     """An MCPServer exposing the agent tools as the agent holding `key` (AgentKeyError if none)."""
     tools = EngramTools(key, site_url=site_url)
     server: MCPServer = MCPServer(name="engram", instructions=INSTRUCTIONS)
+
+    # --- prompts ---------------------------------------------------------------------------
+    @server.prompt(name="remember", title="Remember this turn (remember.v1)")
+    def remember_prompt(
+        task: Annotated[str, Field(description="the user's request this turn worked on")],
+        artifacts: Annotated[
+            str, Field(description="the files the turn produced or changed, comma- or newline-separated")
+        ],
+        turn_summary: Annotated[str, Field(description="what the turn did, in a few lines")] = "",
+    ) -> str:
+        """The remember sub-agent's prompt (remember.v1, the client's prompts/remember_v1.md): it
+        nominates at most 10 of the turn's files for long-term memory, each with a layer, a
+        rationale and a note, as one fenced JSON block for submit_remember_review."""
+        return prompts.render_remember_prompt(task, turn_summary, artifacts)
+
+    # --- identity --------------------------------------------------------------------------
+    @server.tool(annotations=READ)
+    def whoami() -> CallToolResult:
+        """The agent this server acts as (GET me/): its id, name, role and workspace."""
+        return tools.call(ops.me)
 
     # --- recall ----------------------------------------------------------------------------
     @server.tool(annotations=WRITE)  # it opens a dispatch episode and counts recalls
@@ -138,11 +181,37 @@ def build_server(key: str, *, site_url: str = "") -> MCPServer:
         repo: str | None = None,
         domain: str | None = None,
         limit: int = 10,
+        session_key: str | None = None,
     ) -> CallToolResult:
         """Search long-term memory. hybrid (default) fuses lexical, semantic, recency and graph voices;
         keyword is full-text only; semantic fuses full-text and vectors. `domain` like `architecture`
-        or `repo:<slug>/architecture`; `repo` ranks that repo's facts first. limit 1–50."""
-        return tools.call(ops.search, _given(query=query, mode=mode, repo=repo, domain=domain, limit=limit))
+        or `repo:<slug>/architecture`; `repo` ranks that repo's facts first. limit 1–50. `session_key`:
+        only facts written under that session key (exact match)."""
+        raw = _given(query=query, mode=mode, repo=repo, domain=domain, limit=limit, session_key=session_key)
+        return tools.call(ops.search, raw)
+
+    @server.tool(annotations=READ)
+    def list_facts(
+        domain: str | None = None,
+        repo: str | None = None,
+        topic: str | None = None,
+        status: FactStatus | None = None,
+        current: bool | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> CallToolResult:
+        """The facts you may see (GET facts/), filtered by domain (`architecture` or
+        `repo:<slug>/architecture`), repo, topic, status; `current` (default true) leaves out
+        superseded versions. One page: limit 1–200 (default 50), offset ≥ 0; `next`/`previous` are
+        the API's links to the neighbouring pages, null at either end."""
+        raw = _given(domain=domain, repo=repo, topic=topic, status=status, current=current)
+        return tools.call(ops.list_facts, raw, limit=limit, offset=offset, site_url=tools.site_url)
+
+    @server.tool(annotations=READ)
+    def get_fact(fact_id: int) -> CallToolResult:
+        """One fact (GET facts/{id}/) with its supersession chain (`history`), its conflicts and what
+        was said each time it was stated again (`mentions`). fact_not_found when you may not see it."""
+        return tools.call(ops.get_fact, fact_id)
 
     # --- writes ----------------------------------------------------------------------------
     def propose_fact(
@@ -156,15 +225,17 @@ def build_server(key: str, *, site_url: str = "") -> MCPServer:
         valid_until: str | None = None,
         source_observation_ids: list[int] | None = None,
         episode_id: int | None = None,
+        session_key: str | None = None,
     ) -> CallToolResult:
         """Propose a fact. Stating a known fact again re-mentions it (your words are kept as a
         mention); a contradiction on the same domain+topic is resolved (higher veracity, then
         confidence, then newer wins) and recorded; when the wording cannot tell, both facts stay
         live and a person decides. veracity: agent_inferred (default), tool_generated or imported.
         observed_at: when it was true (default now; never in the future). episode_id: an episode
-        you opened (your preamble, search or memory run). Answers the fact, the outcome (created,
-        re_mentioned, conflict_won, conflict_lost or possible_conflict, with conflict_id) and the
-        reason."""
+        you opened (your preamble, search or memory run). session_key: a session key (≤ 200
+        characters) to find this session's facts again (search_memory's `session_key`). Answers the
+        fact, the outcome (created, re_mentioned, conflict_won, conflict_lost or possible_conflict,
+        with conflict_id) and the reason."""
         raw = _given(
             domain=domain,
             repo=repo,
@@ -176,6 +247,7 @@ def build_server(key: str, *, site_url: str = "") -> MCPServer:
             valid_until=valid_until,
             source_observation_ids=source_observation_ids,
             episode_id=episode_id,
+            session_key=session_key,
         )
         return tools.call(ops.propose_fact, raw)
 
@@ -205,6 +277,12 @@ def build_server(key: str, *, site_url: str = "") -> MCPServer:
         return tools.call(ops.supersede_fact, fact_id, _given(content=content, reason=reason))
 
     @server.tool(annotations=WRITE)
+    def create_episode(kind: str, title: str | None = None, started_at: str | None = None) -> CallToolResult:
+        """Start an episode (dispatch, session, meeting, run, import…); facts proposed with its
+        `episode_id` are linked to it. started_at: ISO 8601, default now, never in the future."""
+        return tools.call(ops.create_episode, _given(kind=kind, title=title, started_at=started_at))
+
+    @server.tool(annotations=WRITE)
     def propose_policy(
         domain: str,
         rule: str,
@@ -216,6 +294,21 @@ def build_server(key: str, *, site_url: str = "") -> MCPServer:
         else the error code is insufficient_memory_permission."""
         raw = _given(domain=domain, repo=repo, rule=rule, required_role=required_role, derived_from=derived_from)
         return tools.call(ops.propose_policy, raw)
+
+    @server.tool(annotations=WRITE)
+    def supersede_policy(policy_id: int, rule: str, reason: str | None = None) -> CallToolResult:
+        """Replace a live policy with a new version (the old one stays in its history). Needs
+        `write` on its domain (else insufficient_memory_permission); policy_not_live if it was
+        already replaced, policy_budget_exceeded past the workspace's policy budget."""
+        return tools.call(ops.supersede_policy, policy_id, _given(rule=rule, reason=reason))
+
+    @server.tool(annotations=READ)
+    def list_policies(active: bool | None = None, limit: int | None = None, offset: int = 0) -> CallToolResult:
+        """The policies you may see (GET policies/), newest first; active true: the live active
+        ones, false: the others. One page: limit 1–200 (default 50), offset ≥ 0, with the API's
+        `next`/`previous` links."""
+        raw = _given(active=active)
+        return tools.call(ops.list_policies, raw, limit=limit, offset=offset, site_url=tools.site_url)
 
     @server.tool(annotations=READ)
     def list_memory_conflicts(
@@ -233,6 +326,11 @@ def build_server(key: str, *, site_url: str = "") -> MCPServer:
         `previous` are the API's links to the neighbouring pages, null at either end."""
         raw = _given(domain=domain, repo=repo, topic=topic, status=status)
         return tools.call(ops.list_conflicts, raw, limit=limit, offset=offset, site_url=tools.site_url)
+
+    @server.tool(annotations=READ)
+    def get_my_notes() -> CallToolResult:
+        """Your private scratchpad and your latest observations; no other agent can read them."""
+        return tools.call(ops.get_notes)
 
     @server.tool(annotations=REPLACE)
     def update_my_notes(notes: str) -> CallToolResult:
@@ -258,6 +356,27 @@ def build_server(key: str, *, site_url: str = "") -> MCPServer:
         return tools.call(ops.consolidate, _given(session_id=session_id))
 
     @server.tool(annotations=WRITE)
+    def harmonize_memory(domain: str | None = None, repo: str | None = None) -> CallToolResult:
+        """Resolve contradicting facts written by different agents (in one domain, or all you may
+        see). One job at a time per workspace: while one is queued or running you join it
+        (status queued|running, joined true) instead of starting a second; otherwise the summary
+        of conflicts found and resolved (status done), or queued when a worker runs it."""
+        return tools.call(ops.harmonize, _given(domain=domain, repo=repo))
+
+    @server.tool(annotations=WRITE)
+    def record_meeting_decisions(
+        title: str, date: str, decisions: list[str], topic: str | None = None
+    ) -> CallToolResult:
+        """Record what a meeting decided, in people's own words: each item of `decisions` becomes a
+        human_stated `decision` fact in the workspace's `decisions` domain (re-mention and conflict
+        rules apply), all linked to one `meeting` episode with `title`, started at `date`
+        (YYYY-MM-DD, not in the future). At most 50 decisions; all or none are written. Only an
+        agent a workspace admin marked as relaying people's words may call it (else
+        veracity_not_allowed); it needs write on `decisions` (else insufficient_memory_permission)."""
+        raw = _given(title=title, date=date, decisions=decisions, topic=topic)
+        return tools.call(ops.record_meeting_decisions, raw)
+
+    @server.tool(annotations=WRITE)
     def submit_remember_review(
         session_id: str, output: str, files: dict[str, str] | None = None, repo: str | None = None
     ) -> CallToolResult:
@@ -265,6 +384,110 @@ def build_server(key: str, *, site_url: str = "") -> MCPServer:
         nominated files' texts to a person. Answers the pending review and its review_url."""
         raw = _given(session_id=session_id, output=output, files=files, repo=repo)
         return tools.call(ops.submit_review, raw, site_url=tools.site_url)
+
+    @server.tool(annotations=READ)
+    def get_remember_review(review_id: int, wait: float = 0) -> CallToolResult:
+        """Your review's status (pending, approved, rejected, consumed) and, once a person decided,
+        its resolution {approved, selected_paths, edits, stored_ids, note}. wait: seconds (0–30)
+        to hold while it is pending — the call returns as soon as it is decided; call again to
+        keep waiting. When the server already holds too many waits it answers at once with
+        `_meta.headers["Retry-After"]`: the seconds to let pass before asking again."""
+        return tools.call(ops.get_review, review_id, {"wait": wait}, site_url=tools.site_url)
+
+    @server.tool(annotations=WRITE)
+    def consume_remember_review(review_id: int) -> CallToolResult:
+        """Mark a decided review as folded into your final answer (approved|rejected → consumed).
+        review_pending while a person has not decided, review_already_consumed the second time."""
+        return tools.call(ops.consume_review, review_id, site_url=tools.site_url)
+
+    # --- promotion candidates (SPEC §7) ----------------------------------------------------
+    @server.tool(annotations=READ)
+    def list_candidates(
+        promotion_status: PromotionStatus | None = None,
+        failure_class: FailureClass | None = None,
+        domain: str | None = None,
+        repo: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> CallToolResult:
+        """Promotion candidates you may see, newest first, each with its gates, replays and
+        decisions. One page: limit 1–200 (default 50), offset ≥ 0, with the API's `next`/`previous`."""
+        raw = _given(promotion_status=promotion_status, failure_class=failure_class, domain=domain, repo=repo)
+        return tools.call(ops.list_candidates, raw, limit=limit, offset=offset, site_url=tools.site_url)
+
+    @server.tool(annotations=WRITE)
+    def submit_candidate(
+        domain: str,
+        topic: str,
+        candidate_id: str,
+        failure_class: FailureClass,
+        proposed_memory: str,
+        repo: str | None = None,
+        scope: CandidateScope | None = None,
+        failure_type: str | None = None,
+        source_action_ids: list[str] | None = None,
+        root_cause_summary: str | None = None,
+        evidence_refs: list[str] | None = None,
+        verification_probe_candidate: str | None = None,
+        requires_human_review: bool | None = None,
+        origin: str | None = None,
+        memory_type: MemoryType | None = None,
+        schema: str | None = None,
+        schema_version: str | None = None,
+        promotion_status: Literal["candidate"] | None = None,
+    ) -> CallToolResult:
+        """Submit a lesson as an awtl.memory_candidate.v2 document (SPEC §7) for the promotion gate —
+        never straight to memory. proposed_memory: the rule that would become a fact in
+        domain/topic; scope: {applies_to, does_not_apply_to} (without both it is held). Answers
+        the candidate with its gates; the same candidate_id again answers the stored candidate
+        unchanged; candidate_id_taken when the id belongs to a candidate you may not see."""
+        raw = _given(
+            domain=domain,
+            repo=repo,
+            topic=topic,
+            schema=schema,
+            schema_version=schema_version,
+            candidate_id=candidate_id,
+            failure_class=failure_class,
+            failure_type=failure_type,
+            source_action_ids=source_action_ids,
+            root_cause_summary=root_cause_summary,
+            proposed_memory=proposed_memory,
+            scope=scope,
+            evidence_refs=evidence_refs,
+            verification_probe_candidate=verification_probe_candidate,
+            promotion_status=promotion_status,
+            requires_human_review=requires_human_review,
+            origin=origin,
+            memory_type=memory_type,
+        )
+        return tools.call(ops.submit_candidate, raw)
+
+    @server.tool(annotations=READ)
+    def get_candidate(candidate_pk: int) -> CallToolResult:
+        """One candidate — candidate_pk is the numeric `id` submit_candidate answered, not the
+        document's candidate_id — with its gates now, its replays, and every decision with
+        the scorecard it was made on. candidate_not_found when you may not see it."""
+        return tools.call(ops.get_candidate, candidate_pk)
+
+    @server.tool(annotations=WRITE)
+    def record_replay(candidate_pk: int, probe: str, passed: bool, details: str | None = None) -> CallToolResult:
+        """Record a replay of the candidate's verification probe; its gates are recomputed. On a
+        promoted candidate a failed replay challenges its fact and a passing one revalidates it."""
+        return tools.call(ops.record_replay, candidate_pk, _given(probe=probe, passed=passed, details=details))
+
+    @server.tool(annotations=WRITE)
+    def promote_candidate(candidate_pk: int, write: bool = False, auto: bool = False) -> CallToolResult:
+        """Decide a candidate. Without write a dry run: the decision it would make, nothing written.
+        With write: the recorded decision and its gate scorecard, and the fact only when every
+        gate passed (else `refused`, the candidate stays open). auto: only on a passing replay by
+        someone other than the submitter, and no human review required. 409 once decided."""
+        return tools.call(ops.promote_candidate, candidate_pk, {"write": write, "auto": auto})
+
+    @server.tool(annotations=WRITE)
+    def deny_candidate(candidate_pk: int, reason: str | None = None) -> CallToolResult:
+        """Deny a candidate for good, recorded with its gates at that moment; 409 once decided."""
+        return tools.call(ops.deny_candidate, candidate_pk, _given(reason=reason))
 
     # --- memory agent runs (SPEC §9) -------------------------------------------------------
     @server.tool(annotations=WRITE)

@@ -256,6 +256,9 @@ class Fact(models.Model):
     source_file = models.CharField(max_length=500, blank=True)
     source_layer = models.CharField(max_length=40, blank=True)
     rationale = models.TextField(blank=True)
+    # The session key it was written under (a remember review's or hot-tier session id, or what
+    # the proposing agent named), so one query's or one session's memories can be found again.
+    session_key = models.CharField(max_length=200, blank=True, default="", help_text="Session key; blank when none.")
     created_by_agent = models.ForeignKey(
         "memory.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="facts"
     )
@@ -305,6 +308,7 @@ class Fact(models.Model):
                 fields=["domain", "topic"], name="fact_live_by_topic", condition=Q(superseded_by__isnull=True)
             ),
             models.Index(fields=["workspace", "status", "-last_mentioned_at"], name="fact_recent_activity"),
+            models.Index(fields=["workspace", "session_key"], name="fact_by_session_key", condition=~Q(session_key="")),
         ]
 
     def __str__(self) -> str:

@@ -189,3 +189,14 @@ class BulkDecisionForm(forms.Form):
 
     def error_text(self) -> str:
         return " ".join(" ".join(str(message) for message in messages) for messages in self.errors.values())
+
+
+class MeetingDecisionsForm(forms.Form):
+    """A meeting's decisions as a person pastes them (memory.services.decisions checks the rules:
+    lengths, the date, the count). `decisions` is split one per line, or per paragraph when the
+    text has blank lines between blocks."""
+
+    title = forms.CharField(max_length=300, strip=True)
+    date = forms.DateField()
+    decisions = forms.CharField(strip=False)
+    topic = forms.CharField(max_length=200, required=False, strip=True)

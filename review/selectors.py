@@ -130,3 +130,21 @@ def pending_reviews_for_user(user: Any, *, limit: int = 50) -> QuerySet[Remember
         .annotate(item_count=Count("items"))
         .order_by("created_at", "pk")[:limit]
     )
+
+
+def origin_review_ids(facts: Any) -> dict[int, int]:
+    """fact id → the remember review whose approval stored it, for the facts among `facts` that a
+    review stored (origin `remember_review`; one query, none when there are none). A fact a later
+    review only re-mentioned keeps the review that first stored it (the earliest resolved)."""
+    ids = [f.pk for f in facts if f.origin == "remember_review"]
+    if not ids:
+        return {}
+    found: dict[int, int] = {}
+    rows = (
+        ReviewItem.objects.filter(stored_fact_id__in=ids)
+        .order_by("review__resolved_at", "review_id")
+        .values_list("stored_fact_id", "review_id")
+    )
+    for fact_id, review_id in rows:
+        found.setdefault(fact_id, review_id)
+    return found

@@ -14,6 +14,7 @@ from memory.models import AccessGrant, AuditEvent, Conflict, EpisodeFact, Fact, 
 from memory.selectors import conflicts_of, fact_history, mentions_of
 from memory.services.policies import policy_budget, policy_line
 from review.access import reviewable_domains
+from review.selectors import origin_review_ids
 
 PAGE_SIZE = 50
 
@@ -103,6 +104,7 @@ def fact_page(user: Any, workspace: Workspace, fact_id: int) -> dict[str, Any]:
     mentions, mentions_total = mentions_of(fact)
     return {
         "fact": fact,
+        "origin_review_id": origin_review_ids([fact]).get(fact.pk),
         "history": history,
         "mentions": mentions,
         "mentions_total": mentions_total,

@@ -536,6 +536,7 @@ def _approve_locked(
                 memory_type=LAYER_MEMORY_TYPE[item.layer],
                 veracity=Veracity.HUMAN_STATED if edited else Veracity.AGENT_INFERRED,
                 episode_id=episode.pk,
+                session_key=review.session_id,
                 extra={
                     "source": SOURCE,
                     "source_file": item.path,

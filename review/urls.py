@@ -1,6 +1,16 @@
 from django.urls import path, re_path
 
-from review import views, views_auth, views_held, views_pages, views_queue, views_queue_bulk, views_remember, views_runs
+from review import (
+    views,
+    views_auth,
+    views_decisions,
+    views_held,
+    views_pages,
+    views_queue,
+    views_queue_bulk,
+    views_remember,
+    views_runs,
+)
 
 app_name = "review"
 
@@ -34,6 +44,7 @@ urlpatterns = [
     path("memory/<slug:slug>/policies/<int:policy_id>/", views_pages.policy_action, name="policy-action"),
     path("memory/<slug:slug>/graph/", views_pages.graph, name="graph"),
     path("memory/<slug:slug>/graph.json", views_pages.graph_json, name="graph-json"),
+    path("memory/<slug:slug>/decisions/new/", views_decisions.meeting_decisions, name="decisions"),
     path("review/runs/<int:run_id>/", views_runs.run_page, name="run"),
     path("review/remember/<int:review_id>/", views_remember.remember_review, name="remember-review"),
     path(

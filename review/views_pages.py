@@ -26,6 +26,7 @@ from review import selectors_pages as pages
 from review.access import is_workspace_admin, reviewable_domains, workspace_for
 from review.diff import render_inline
 from review.forms import GrantForm
+from review.selectors_items import challenge_of
 
 
 def _template(request: HttpRequest, name: str, partial: str) -> str:
@@ -116,6 +117,9 @@ def fact_detail(request: HttpRequest, slug: str, fact_id: int) -> HttpResponse:
     workspace = workspace_for(request.user, slug)
     context = {"workspace": workspace, "tab": "facts", **pages.fact_page(request.user, workspace, fact_id)}
     context["history_rows"] = _history_rows(context["history"])
+    fact = context["fact"]
+    # Why it is out of recall (the queue detail's block): stale, a failed replay, a lost conflict.
+    context["challenge"] = challenge_of(fact) if fact.status == FactStatus.CHALLENGED else None
     return render(request, "review/fact.html", context)
 
 

@@ -42,6 +42,7 @@ ROUTES: dict[str, tuple[tuple[str, ...], str | None, dict[str, Any] | None]] = {
     "consolidate/": (("post",), None, {}),
     "harmonize/": (("post",), None, {"domain": "secret"}),
     "episodes/": (("post",), None, {"kind": "session"}),
+    "decisions/": (("post",), None, {"title": "standup", "date": "2026-01-05", "decisions": ["Ship on Fridays."]}),
     "policies/": (("get", "post"), None, None),
     "policies/<int:policy_id>/supersede/": (("post",), "policy", {"rule": "replaced"}),
     "conflicts/": (("get",), None, None),

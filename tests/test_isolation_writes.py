@@ -88,6 +88,10 @@ WRITES: dict[tuple[str, str], tuple[Any, ...]] = {
     ),
     ("harmonize/", "post"): ("domain", {"domain": "{D}"}),
     ("episodes/", "post"): ("no_domain", "an episode belongs to the workspace, not to a domain"),
+    ("decisions/", "post"): (
+        "test",
+        "test_meeting_decisions_from_a_role_with_none_on_decisions_write_and_reveal_nothing",
+    ),
     ("policies/", "post"): ("domain", {"domain": "{D}", "rule": "Deploy staging to us-east-1."}),
     ("policies/<int:policy_id>/supersede/", "post"): ("object", "policy", {"rule": "Deploy staging anywhere."}),
     ("me/notes/", "put"): ("no_domain", "the agent's private scratchpad"),
@@ -512,4 +516,29 @@ def test_a_batch_item_naming_a_hidden_domain_is_answered_like_a_missing_one(worl
     assert result["status"] == 400 and result["error"]["code"] == "unknown_domain"
     assert hidden_answer.json()["created"] == 0
     assert _shape(hidden_answer, HIDDEN) == _shape(missing_answer, MISSING)
+    assert "eu-west-1" not in hidden_answer.content.decode()
+
+
+# --- Meeting decisions: the domain is always `decisions` ----------------------------------------
+def test_meeting_decisions_from_a_role_with_none_on_decisions_write_and_reveal_nothing(world, hidden):
+    decisions = create_domain(workspace=world.workspace, name="decisions", by=SYSTEM)
+    secret = propose_fact(
+        domain=decisions,
+        by=Actor.of_user(world.admin_user),
+        data=FactInput(topic=TOPIC, content=SECRET, memory_type="decision", veracity="human_stated"),
+    ).fact
+    type(world.coder).objects.filter(pk=world.coder.pk).update(relays_human_words=True)
+    body = {"title": "Infra sync", "date": "2026-01-05", "decisions": [CONTRADICTION], "topic": TOPIC}
+    api = client_for(world.coder)
+    set_grant(role=world.coder_role, domain=decisions, level="none", by=SYSTEM)
+    before = state(secret)
+    hidden_answer = api.post("/api/v1/decisions/", body, format="json")
+    assert state(secret) == before
+    set_grant(role=world.coder_role, domain=decisions, level="read", by=SYSTEM)
+    before = state(secret)
+    read_answer = api.post("/api/v1/decisions/", body, format="json")
+    assert state(secret) == before
+    assert hidden_answer.status_code == 403, hidden_answer.content
+    assert hidden_answer.json()["code"] == "insufficient_memory_permission"
+    assert (hidden_answer.status_code, hidden_answer.json()) == (read_answer.status_code, read_answer.json())
     assert "eu-west-1" not in hidden_answer.content.decode()

@@ -1,7 +1,7 @@
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from agents.api import views, views_candidates, views_policies, views_reviews, views_runs
+from agents.api import views, views_candidates, views_decisions, views_policies, views_reviews, views_runs
 from agents.api.errors import json_404
 
 urlpatterns = [
@@ -16,6 +16,7 @@ urlpatterns = [
     path("consolidate/", views.ConsolidateView.as_view(), name="api-consolidate"),
     path("harmonize/", views.HarmonizeView.as_view(), name="api-harmonize"),
     path("episodes/", views.EpisodeCreateView.as_view(), name="api-episodes"),
+    path("decisions/", views_decisions.MeetingDecisionsView.as_view(), name="api-decisions"),
     path("policies/", views_policies.PolicyListView.as_view(), name="api-policies"),
     path(
         "policies/<int:policy_id>/supersede/",

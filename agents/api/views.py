@@ -1,27 +1,22 @@
-"""Agent API views. An endpoint with an MCP tool is parse → `agents.operations` → render, the
-operation the tool calls; the others are input serializer → service → output serializer, and
-reads start from selectors."""
+"""Agent API views. Every endpoint is parse → `agents.operations` → render: the operation its
+MCP tool calls too (tests/agents/test_operations_parity.py holds each endpoint to one tool)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from django.conf import settings
 from drf_spectacular.utils import extend_schema
-from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agents import operations
-from agents.api.pagination import BoundedLimitOffsetPagination, page_parameters
+from agents.api.pagination import page_parameters
 from agents.api.throttling import AgentRateThrottle
 from agents.operations import serializers as s
-from agents.operations.inputs import validated
-from memory import selectors
-from memory.actors import Actor
 from memory.models import Agent
-from memory.services import facts as fact_services
 
 ERRORS = {400: s.ErrorSerializer, 401: s.ErrorSerializer, 404: s.ErrorSerializer}
 
@@ -34,14 +29,29 @@ def agent_of(request: Request) -> Agent:
 
 def answer(result: operations.Result) -> Response:
     """An operation's result as the HTTP response (agents.operations is shared with the MCP server)."""
-    return Response(result.body, status=result.status)
+    return Response(result.body, status=result.status, headers=dict(result.headers) or None)
+
+
+def page_answer(request: Request, list_operation: Callable[..., operations.Result], *args: Any) -> Response:
+    """A list operation's page, asked with the request's filters, `limit`/`offset` and own address."""
+    query = request.query_params
+    return answer(
+        list_operation(
+            agent_of(request),
+            *args,
+            query,
+            limit=query.get("limit"),
+            offset=query.get("offset"),
+            url=request.build_absolute_uri(),
+        )
+    )
 
 
 class MeView(APIView):
     @extend_schema(responses={200: s.MeSerializer, 401: s.ErrorSerializer}, operation_id="me")
     def get(self, request: Request) -> Response:
         """The calling agent: its name, role and workspace."""
-        return Response(s.MeSerializer(request.user).data)
+        return answer(operations.me(agent_of(request)))
 
 
 class FactListView(APIView):
@@ -52,11 +62,7 @@ class FactListView(APIView):
     )
     def get(self, request: Request) -> Response:
         """Facts visible to the agent (never another workspace's, never a `none` domain's)."""
-        filters = validated(s.FactListQuery, request.query_params)
-        qs = selectors.facts_for_agent(agent_of(request), filters)
-        paginator = BoundedLimitOffsetPagination()
-        page = paginator.paginate_queryset(qs, request, view=self)
-        return paginator.get_paginated_response(s.FactOut(page, many=True).data)
+        return page_answer(request, operations.list_facts)
 
     @extend_schema(request=s.FactProposeIn, responses={201: s.ProposalOut, **ERRORS}, operation_id="propose_fact")
     def post(self, request: Request) -> Response:
@@ -90,12 +96,7 @@ class FactDetailView(APIView):
     def get(self, request: Request, fact_id: int) -> Response:
         """One fact with its whole supersession chain, its conflicts (possible ones included) and what
         was said each time it was stated again (`mentions`, newest first, at most 50 of `mentions_total`)."""
-        fact = selectors.fact_for_agent(agent_of(request), fact_id)
-        history = selectors.fact_history(fact)
-        conflicts = list(selectors.conflicts_of([f.pk for f in history]))
-        mentions, mentions_total = selectors.mentions_of(fact)
-        context = {"history": history, "conflicts": conflicts, "mentions": mentions, "mentions_total": mentions_total}
-        return Response(s.FactDetailOut(fact, context=context).data)
+        return answer(operations.get_fact(agent_of(request), fact_id))
 
 
 class FactSupersedeView(APIView):
@@ -113,16 +114,7 @@ class EpisodeCreateView(APIView):
     @extend_schema(request=s.EpisodeIn, responses={201: s.EpisodeOut, **ERRORS}, operation_id="create_episode")
     def post(self, request: Request) -> Response:
         """Start an episode; facts proposed with its id are linked to it (the knowledge graph)."""
-        agent = agent_of(request)
-        data = validated(s.EpisodeIn, request.data)
-        episode = fact_services.create_episode(
-            workspace_id=agent.workspace_id,
-            by=Actor.of_agent(agent),
-            kind=data["kind"],
-            title=data["title"],
-            started_at=data.get("started_at"),
-        )
-        return Response(s.EpisodeOut(episode).data, status=status.HTTP_201_CREATED)
+        return answer(operations.create_episode(agent_of(request), request.data))
 
 
 class RememberView(APIView):

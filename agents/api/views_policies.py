@@ -1,27 +1,21 @@
 """Agent API for policies, conflicts and the agent's private notes (SPEC §4).
 
-Writes: input serializer → service → output serializer; the endpoints with an MCP tool go
-through `agents.operations`, as the tool does. Reads start from selectors, i.e. from
-`visible_to(agent)`; the grant check on policy writes lives in the service, not here.
+Every endpoint goes through `agents.operations`, as its MCP tool does. Reads start from
+selectors, i.e. from `visible_to(agent)`; the grant check on policy writes lives in the
+service, not here.
 """
 
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agents import operations
-from agents.api.pagination import BoundedLimitOffsetPagination, page_parameters
-from agents.api.views import agent_of, answer
+from agents.api.pagination import page_parameters
+from agents.api.views import agent_of, answer, page_answer
 from agents.operations import serializers as s
-from agents.operations.inputs import validated
-from memory.actors import Actor
-from memory.selectors_notes import notes_for
-from memory.selectors_policies import policy_for_agent, policy_list_for_agent
-from memory.services import policies as policy_services
 
 ERRORS = {400: s.ErrorSerializer, 401: s.ErrorSerializer}
 WRITE_ERRORS = {**ERRORS, 403: s.ErrorSerializer}
@@ -35,12 +29,7 @@ class PolicyListView(APIView):
     )
     def get(self, request: Request) -> Response:
         """Policies visible to the agent (never another workspace's, never a `none` domain's), newest first."""
-        agent = agent_of(request)
-        filters = validated(s.PolicyListQuery, request.query_params)
-        qs = policy_list_for_agent(agent, active=filters.get("active"))
-        paginator = BoundedLimitOffsetPagination()
-        page = paginator.paginate_queryset(qs, request, view=self)
-        return paginator.get_paginated_response(s.PolicyOut(page, many=True).data)
+        return page_answer(request, operations.list_policies)
 
     @extend_schema(
         request=s.PolicyProposeIn,
@@ -63,14 +52,7 @@ class PolicySupersedeView(APIView):
     def post(self, request: Request, policy_id: int) -> Response:
         """supersede_policy: replace a live policy with a new version; 403 without `write`, 409 if already replaced
         (`policy_not_live`) or if the revision takes the active policies past the budget (`policy_budget_exceeded`)."""
-        agent = agent_of(request)
-        data = validated(s.PolicySupersedeIn, request.data)
-        policy = policy_for_agent(agent, policy_id)
-        new = policy_services.supersede_policy(
-            policy=policy, rule=data["rule"], reason=data["reason"], by=Actor.of_agent(agent)
-        )
-        new = policy_list_for_agent(agent).get(pk=new.pk)
-        return Response(s.PolicyOut(new).data, status=status.HTTP_201_CREATED)
+        return answer(operations.supersede_policy(agent_of(request), policy_id, request.data))
 
 
 class ConflictListView(APIView):
@@ -81,22 +63,14 @@ class ConflictListView(APIView):
     )
     def get(self, request: Request) -> Response:
         """list_memory_conflicts: recorded conflicts outside the agent's `none` domains, newest first."""
-        query = request.query_params
-        result = operations.list_conflicts(
-            agent_of(request),
-            query,
-            limit=query.get("limit"),
-            offset=query.get("offset"),
-            url=request.build_absolute_uri(),
-        )
-        return answer(result)
+        return page_answer(request, operations.list_conflicts)
 
 
 class MyNotesView(APIView):
     @extend_schema(responses={200: s.NotesOut, 401: s.ErrorSerializer}, operation_id="get_my_notes")
     def get(self, request: Request) -> Response:
         """The calling agent's private scratchpad and its latest observations; no other agent can read them."""
-        return Response(s.NotesOut(notes_for(agent_of(request))).data)
+        return answer(operations.get_notes(agent_of(request)))
 
     @extend_schema(request=s.NotesIn, responses={200: s.NotesOut, **ERRORS}, operation_id="update_my_notes")
     def put(self, request: Request) -> Response:

@@ -1,8 +1,8 @@
 """Remember reviews for agent runtimes (SPEC §8): submit, wait for the person, consume.
 
-Input serializer → service → output serializer; submitting goes through
-`agents.operations.submit_review`, as the MCP tool does. A review of another workspace is not
-found (404), like any other row of another workspace.
+Each endpoint goes through `agents.operations` (submit_review, get_review, consume_review), as
+its MCP tool does. A review of another workspace is not found (404), like any other row of
+another workspace.
 """
 
 from __future__ import annotations
@@ -16,17 +16,8 @@ from agents import operations
 from agents.api.views import agent_of, answer
 from agents.operations import serializers as s
 from agents.operations import serializers_reviews as rs
-from agents.operations.inputs import validated
-from memory.actors import Actor
-from review import selectors, waiting
-from review import services as review_services
 
 ERRORS = {400: s.ErrorSerializer, 401: s.ErrorSerializer, 404: s.ErrorSerializer}
-
-
-def _out(request: Request, review_id: int) -> dict:
-    review = selectors.review_for_agent(agent_of(request), review_id)
-    return dict(rs.ReviewOut(review, context={"request": request}).data)
 
 
 class ReviewSubmitView(APIView):
@@ -63,12 +54,7 @@ class ReviewDetailView(APIView):
         up to N seconds (max 30) while the review is pending and returns as soon as it is not.
         When the web process already holds its share of long-polls (ENGRAM_MAX_WAITERS), the
         review is returned at once with `Retry-After`: poll again after that many seconds."""
-        query = validated(rs.ReviewWaitQuery, request.query_params)
-        result = waiting.wait_for_resolution(agent_of(request), review_id, wait=query["wait"])
-        response = Response(rs.ReviewOut(result.review, context={"request": request}).data)
-        if result.retry_after is not None:
-            response["Retry-After"] = str(result.retry_after)
-        return response
+        return answer(operations.get_review(agent_of(request), review_id, request.query_params, request=request))
 
 
 class ReviewConsumeView(APIView):
@@ -80,7 +66,4 @@ class ReviewConsumeView(APIView):
     def post(self, request: Request, review_id: int) -> Response:
         """Mark the resolution as folded into the final answer: approved|rejected → consumed.
         409 `review_pending` while pending, `review_already_consumed` the second time."""
-        agent = agent_of(request)
-        review = selectors.review_for_agent(agent, review_id)
-        review_services.consume_review(review=review, by=Actor.of_agent(agent))
-        return Response(_out(request, review_id))
+        return answer(operations.consume_review(agent_of(request), review_id, request=request))

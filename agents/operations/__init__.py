@@ -1,8 +1,8 @@
 """The agent tools as plain functions, one per use case: raw input → input serializer →
 service → output serializer.
 
-Every API endpoint with an MCP tool (agents.api.views*) and that tool (agents.mcp_server) call
-the same function here, so an MCP client and an HTTP client get the same JSON for the same
+Every agent API endpoint (agents.api.views*) and its MCP tool (agents.mcp_server) call the
+same function here, so an MCP client and an HTTP client get the same JSON for the same
 input; lists page through `pages.page_of` and link `next`/`previous` alike. Errors are raised
 as usual (EngramError, DRF ValidationError); `error_result` turns any of them into the API's
 `{"code", "detail", "fields"}` body and status. Nothing here imports agents.api: the API
@@ -12,7 +12,7 @@ depends on the operations, not the other way round.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rest_framework import status as http
@@ -28,25 +28,30 @@ from agents.operations.inputs import validated
 from agents.operations.pages import api_url, page_bounds, page_of
 from memory import selectors
 from memory.actors import Actor
-from memory.errors import EngramError, InvalidInput
-from memory.models import Agent, Job, MemoryDomain
+from memory.errors import EngramError, InvalidInput, NotFound, StateConflict
+from memory.models import Agent, Candidate, Fact, Job, MemoryDomain, PromotionDecision
 from memory.search.hybrid import search_memory
 from memory.search.preamble import build_preamble
-from memory.selectors_candidates import candidates_for_agent
+from memory.selectors_candidates import candidate_for_agent, candidates_for_agent
 from memory.selectors_notes import notes_for
-from memory.selectors_policies import policy_list_for_agent
+from memory.selectors_policies import policy_for_agent, policy_list_for_agent
 from memory.selectors_runs import bank_of, run_for_agent
 from memory.services import facts as fact_services
 from memory.services import hot as hot_services
 from memory.services import jobs as job_services
 from memory.services import notes as note_services
 from memory.services import policies as policy_services
+from memory.services import promotion
 
 
 @dataclass(frozen=True)
 class Result:
+    """An operation's answer: the HTTP status and JSON body, and the headers the API sets
+    (`Retry-After` on a long-poll refused a wait; the MCP server passes them on in `_meta`)."""
+
     status: int
     body: dict[str, Any]
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 def error_result(exc: Exception) -> Result | None:
@@ -68,6 +73,23 @@ def _optional_domain(agent: Agent, data: Mapping[str, Any]) -> MemoryDomain | No
     return selectors.domain_for_agent(agent, domain=data["domain"], repo=data.get("repo"))
 
 
+def _list_url(route: str, query: type[Any], raw: Any, *, url: str | None, site_url: str) -> str:
+    """The address a list page links from: `url` when the API was asked (the request's own
+    address), else the API's address of `route` with the filters the caller gave, so that the
+    MCP tool links the very `next`/`previous` the endpoint would."""
+    if url is not None:
+        return url
+    raw = raw if isinstance(raw, Mapping) else {}
+    given = {name: raw[name] for name in raw if name in query().fields}
+    return api_url(route, given, site_url=site_url)
+
+
+# --- Identity ----------------------------------------------------------------------------------
+def me(agent: Agent, raw: Any = None) -> Result:
+    """GET me/: the calling agent's name, role and workspace."""
+    return Result(http.HTTP_200_OK, dict(s.MeSerializer(agent).data))
+
+
 # --- Recall ------------------------------------------------------------------------------------
 def get_preamble(agent: Agent, raw: Any) -> Result:
     data = validated(s.PreambleIn, raw)
@@ -85,8 +107,32 @@ def search(agent: Agent, raw: Any) -> Result:
         repo=data.get("repo"),
         domain_id=domain.pk if domain else None,
         limit=data["limit"],
+        session_key=data.get("session_key") or None,
     )
     return Result(http.HTTP_200_OK, dict(s.SearchOut(result).data))
+
+
+def list_facts(
+    agent: Agent, raw: Any, *, limit: Any = None, offset: Any = None, url: str | None = None, site_url: str = ""
+) -> Result:
+    """GET facts/: one page of the facts visible to the agent (never another workspace's, never a
+    `none` domain's), in the API's page shape; `limit`/`offset` follow the page rule."""
+    filters = validated(s.FactListQuery, raw)
+    limit, offset = page_bounds({"limit": limit, "offset": offset})
+    url = _list_url("api-facts", s.FactListQuery, raw, url=url, site_url=site_url)
+    page = page_of(selectors.facts_for_agent(agent, filters), limit=limit, offset=offset, url=url)
+    return Result(http.HTTP_200_OK, page.body(s.FactOut(page.items, many=True).data))
+
+
+def get_fact(agent: Agent, fact_id: int) -> Result:
+    """GET facts/{id}/: one fact with its supersession chain, conflicts and mentions; 404 when the
+    agent may not see it."""
+    fact = selectors.fact_for_agent(agent, fact_id)
+    history = selectors.fact_history(fact)
+    conflicts = list(selectors.conflicts_of([f.pk for f in history]))
+    mentions, mentions_total = selectors.mentions_of(fact)
+    context = {"history": history, "conflicts": conflicts, "mentions": mentions, "mentions_total": mentions_total}
+    return Result(http.HTTP_200_OK, dict(s.FactDetailOut(fact, context=context).data))
 
 
 # --- Writes ------------------------------------------------------------------------------------
@@ -100,6 +146,7 @@ def _fact_input(data: Mapping[str, Any]) -> fact_services.FactInput:
         valid_until=data.get("valid_until"),
         source_observation_ids=data.get("source_observation_ids") or [],
         episode_id=data.get("episode_id"),
+        session_key=data.get("session_key") or "",
     )
 
 
@@ -208,6 +255,30 @@ def propose_policy(agent: Agent, raw: Any) -> Result:
     return Result(http.HTTP_201_CREATED, dict(s.PolicyOut(policy).data))
 
 
+def list_policies(
+    agent: Agent, raw: Any, *, limit: Any = None, offset: Any = None, url: str | None = None, site_url: str = ""
+) -> Result:
+    """GET policies/: one page of the policies visible to the agent, newest first."""
+    filters = validated(s.PolicyListQuery, raw)
+    limit, offset = page_bounds({"limit": limit, "offset": offset})
+    url = _list_url("api-policies", s.PolicyListQuery, raw, url=url, site_url=site_url)
+    rows = policy_list_for_agent(agent, active=filters.get("active"))
+    page = page_of(rows, limit=limit, offset=offset, url=url)
+    return Result(http.HTTP_200_OK, page.body(s.PolicyOut(page.items, many=True).data))
+
+
+def supersede_policy(agent: Agent, policy_id: int, raw: Any) -> Result:
+    """supersede_policy: a new version of a live policy. 403 without `write` on its domain, 404 when
+    the agent may not see it, 409 when already replaced or past the policy budget."""
+    data = validated(s.PolicySupersedeIn, raw)
+    policy = policy_for_agent(agent, policy_id)
+    new = policy_services.supersede_policy(
+        policy=policy, rule=data["rule"], reason=data["reason"], by=Actor.of_agent(agent)
+    )
+    new = policy_list_for_agent(agent).get(pk=new.pk)
+    return Result(http.HTTP_201_CREATED, dict(s.PolicyOut(new).data))
+
+
 def list_conflicts(
     agent: Agent,
     raw: Any,
@@ -223,10 +294,14 @@ def list_conflicts(
     API's address for the same filters under `site_url`."""
     filters = validated(s.ConflictListQuery, raw)
     limit, offset = page_bounds({"limit": limit, "offset": offset})
-    if url is None:
-        url = api_url("api-conflicts", filters, site_url=site_url)
+    url = _list_url("api-conflicts", s.ConflictListQuery, raw, url=url, site_url=site_url)
     page = page_of(selectors.conflicts_for_agent(agent, filters), limit=limit, offset=offset, url=url)
     return Result(http.HTTP_200_OK, page.body(s.ConflictOut(page.items, many=True).data))
+
+
+def get_notes(agent: Agent, raw: Any = None) -> Result:
+    """get_my_notes: the agent's private scratchpad and latest observations (no other agent's)."""
+    return Result(http.HTTP_200_OK, dict(s.NotesOut(notes_for(agent)).data))
 
 
 def update_notes(agent: Agent, raw: Any) -> Result:
@@ -239,6 +314,19 @@ def record_observation(agent: Agent, raw: Any) -> Result:
     data = validated(s.ObservationIn, raw)
     observation = note_services.record_observation(agent=agent, text=data["text"], by=Actor.of_agent(agent))
     return Result(http.HTTP_201_CREATED, dict(s.ObservationOut(observation).data))
+
+
+def create_episode(agent: Agent, raw: Any) -> Result:
+    """POST episodes/: start an episode; facts proposed with its id are linked to it."""
+    data = validated(s.EpisodeIn, raw)
+    episode = fact_services.create_episode(
+        workspace_id=agent.workspace_id,
+        by=Actor.of_agent(agent),
+        kind=data["kind"],
+        title=data["title"],
+        started_at=data.get("started_at"),
+    )
+    return Result(http.HTTP_201_CREATED, dict(s.EpisodeOut(episode).data))
 
 
 def remember(agent: Agent, raw: Any) -> Result:
@@ -306,6 +394,32 @@ def harmonize(agent: Agent, raw: Any) -> Result:
     )
 
 
+def record_meeting_decisions(agent: Agent, raw: Any) -> Result:
+    """POST decisions/: what a meeting decided, each decision a human_stated `decision` fact in the
+    workspace's `decisions` domain, linked to one `meeting` episode (memory.services.decisions).
+    Only an agent relaying people's words may call it (403 `veracity_not_allowed`); it needs
+    `write` on the domain (403 `insufficient_memory_permission`). All decisions or none are written."""
+    from agents.operations import serializers_decisions as sd
+    from memory.models import Workspace
+    from memory.services import decisions as decision_services
+
+    data = validated(sd.MeetingDecisionsIn, raw)
+    record = decision_services.record_meeting_decisions(
+        workspace=Workspace.objects.get(pk=agent.workspace_id),
+        by=Actor.of_agent(agent),
+        title=data["title"],
+        day=data["date"],
+        decisions=data["decisions"],
+        topic=data["topic"],
+    )
+    body = {
+        "episode": s.EpisodeOut(record.episode).data,
+        "domain": record.domain.label,
+        "results": [{"index": i, **_proposal_body(result)} for i, result in enumerate(record.results)],
+    }
+    return Result(http.HTTP_201_CREATED, body)
+
+
 def submit_review(agent: Agent, raw: Any, *, request: Request | None = None, site_url: str = "") -> Result:
     """submit_remember_review: the remember sub-agent's output for a person's review (SPEC §8).
     `review_url` is absolute under `request`'s host, else under `site_url` (relative without)."""
@@ -317,10 +431,151 @@ def submit_review(agent: Agent, raw: Any, *, request: Request | None = None, sit
     review = review_services.submit_review(
         agent=agent, session_id=data["session_id"], output=data["output"], files=data["files"], repo=data.get("repo")
     )
-    body = dict(rs.ReviewOut(review_selectors.review_for_agent(agent, review.pk), context=_ctx(request)).data)
+    review = review_selectors.review_for_agent(agent, review.pk)
+    return Result(http.HTTP_201_CREATED, _review_body(review, request=request, site_url=site_url))
+
+
+def _review_body(review: Any, *, request: Request | None, site_url: str) -> dict[str, Any]:
+    """ReviewOut of `review`; `review_url` absolute under the request's host, else `site_url`."""
+    from agents.operations import serializers_reviews as rs
+
+    body = dict(rs.ReviewOut(review, context=_ctx(request)).data)
     if site_url and str(body.get("review_url", "")).startswith("/"):
         body["review_url"] = site_url.rstrip("/") + body["review_url"]
+    return body
+
+
+def get_review(
+    agent: Agent, review_id: int, raw: Any = None, *, request: Request | None = None, site_url: str = ""
+) -> Result:
+    """get_remember_review: the review's status and, once resolved, its resolution. `wait` (0–30 s,
+    400 beyond) long-polls while it is pending (review.waiting); when this process already holds
+    ENGRAM_MAX_WAITERS polls it answers at once with a `Retry-After` header. 404 for a review of
+    another agent or workspace."""
+    from agents.operations import serializers_reviews as rs
+    from review import waiting
+
+    query = validated(rs.ReviewWaitQuery, raw or {})
+    result = waiting.wait_for_resolution(agent, review_id, wait=query["wait"])
+    headers = {"Retry-After": str(result.retry_after)} if result.retry_after is not None else {}
+    return Result(http.HTTP_200_OK, _review_body(result.review, request=request, site_url=site_url), headers)
+
+
+def consume_review(agent: Agent, review_id: int, *, request: Request | None = None, site_url: str = "") -> Result:
+    """consume_remember_review: approved|rejected → consumed, once the resolution is folded into
+    the final answer. 409 `review_pending` while pending, `review_already_consumed` the second time."""
+    from review import selectors as review_selectors
+    from review import services as review_services
+
+    review = review_selectors.review_for_agent(agent, review_id)
+    review_services.consume_review(review=review, by=Actor.of_agent(agent))
+    review = review_selectors.review_for_agent(agent, review_id)
+    return Result(http.HTTP_200_OK, _review_body(review, request=request, site_url=site_url))
+
+
+# --- Promotion candidates (SPEC §7) ------------------------------------------------------------
+def _candidate_body(agent: Agent, candidate_pk: int) -> dict[str, Any]:
+    return dict(sc.CandidateOut(candidate_for_agent(agent, candidate_pk)).data)
+
+
+def list_candidates(
+    agent: Agent, raw: Any, *, limit: Any = None, offset: Any = None, url: str | None = None, site_url: str = ""
+) -> Result:
+    """list_candidates: one page of the candidates visible to the agent, newest first, each with
+    its gates, replays and decisions."""
+    filters = validated(sc.CandidateListQuery, raw)
+    limit, offset = page_bounds({"limit": limit, "offset": offset})
+    url = _list_url("api-candidates", sc.CandidateListQuery, raw, url=url, site_url=site_url)
+    page = page_of(candidates_for_agent(agent, filters), limit=limit, offset=offset, url=url)
+    return Result(http.HTTP_200_OK, page.body(sc.CandidateOut(page.items, many=True).data))
+
+
+def submit_candidate(agent: Agent, raw: Any) -> Result:
+    """submit_candidate: an `awtl.memory_candidate.v2` document; 201 with its gates, 200 with the
+    stored candidate when its candidate_id was submitted before, 409 `candidate_id_taken` when
+    the id belongs to a candidate this agent may not see."""
+    data = validated(sc.CandidateIn, raw)
+    domain = selectors.domain_for_agent(agent, domain=data["domain"], repo=data.get("repo"))
+    document = promotion.parse_candidate_document(sc.document_of(data))
+    candidate, created = promotion.submit_candidate(
+        domain=domain, topic=data["topic"], document=document, by=Actor.of_agent(agent)
+    )
+    try:
+        body = _candidate_body(agent, candidate.pk)
+    except NotFound:
+        # The id is taken by a candidate this agent may not see: say so without showing it.
+        raise StateConflict(
+            "This candidate_id is already used in the workspace.",
+            code="candidate_id_taken",
+            fields={"candidate_id": ["Already used."]},
+        ) from None
+    return Result(http.HTTP_201_CREATED if created else http.HTTP_200_OK, body)
+
+
+def get_candidate(agent: Agent, candidate_pk: int) -> Result:
+    """get_candidate: its gates now, its replays, every decision with its scorecard; 404 if unseen."""
+    return Result(http.HTTP_200_OK, _candidate_body(agent, candidate_pk))
+
+
+def record_replay(agent: Agent, candidate_pk: int, raw: Any) -> Result:
+    """record_replay: a replay of the probe; gates recomputed. On a promoted candidate a failed
+    replay challenges its fact and a passing one revalidates it."""
+    data = validated(sc.ReplayIn, raw)
+    candidate = candidate_for_agent(agent, candidate_pk)
+    replay = promotion.record_replay(
+        candidate=candidate,
+        by=Actor.of_agent(agent),
+        probe=data["probe"],
+        passed=data["passed"],
+        details=data["details"],
+    )
+    candidate = candidate_for_agent(agent, candidate_pk)
+    fact_status = (
+        Fact.objects.filter(pk=candidate.fact_id).values_list("status", flat=True).first()
+        if candidate.fact_id is not None
+        else None
+    )
+    body = {
+        **sc.ReplayOut(replay).data,
+        "candidate": candidate.pk,
+        "promotion_status": candidate.promotion_status,
+        "gates": promotion.compute_gates(candidate),
+        "fact_status": fact_status,
+    }
     return Result(http.HTTP_201_CREATED, body)
+
+
+def _decision_body(decision: PromotionDecision, candidate: Candidate) -> dict[str, Any]:
+    fact = (
+        Fact.objects.select_related("domain__repo").filter(pk=decision.fact_id).first()
+        if decision.fact_id is not None
+        else None
+    )
+    return {
+        **sc.DecisionOut(decision).data,
+        "candidate": candidate.pk,
+        "promotion_status": candidate.promotion_status,
+        "gates": promotion.compute_gates(candidate),
+        "fact": s.FactOut(fact).data if fact is not None else None,
+    }
+
+
+def promote_candidate(agent: Agent, candidate_pk: int, raw: Any) -> Result:
+    """promote_candidate: without `write` a dry run (200, the decision it would make, nothing
+    written); with it 201 and the recorded decision, a fact only when every gate passed. 409 once decided."""
+    data = validated(sc.PromoteIn, raw)
+    candidate = candidate_for_agent(agent, candidate_pk)
+    decision = promotion.promote(candidate=candidate, by=Actor.of_agent(agent), write=data["write"], auto=data["auto"])
+    body = _decision_body(decision, candidate_for_agent(agent, candidate_pk))
+    return Result(http.HTTP_201_CREATED if decision.pk is not None else http.HTTP_200_OK, body)
+
+
+def deny_candidate(agent: Agent, candidate_pk: int, raw: Any) -> Result:
+    """deny_candidate: deny for good, recorded with its gates at that moment; 409 once decided."""
+    data = validated(sc.DenyIn, raw)
+    candidate = candidate_for_agent(agent, candidate_pk)
+    decision = promotion.deny(candidate=candidate, by=Actor.of_agent(agent), reason=data["reason"])
+    return Result(http.HTTP_201_CREATED, _decision_body(decision, candidate_for_agent(agent, candidate_pk)))
 
 
 # --- Memory agent runs (SPEC §9) ---------------------------------------------------------------

@@ -83,5 +83,9 @@ def page_of(rows: QuerySet[Any] | Sequence[Any], *, limit: int, offset: int, url
 def api_url(route: str, query: Mapping[str, Any], *, site_url: str = "") -> str:
     """The API address of list `route` (a URL name) with `query`, under `site_url`: how a caller
     without an HTTP request (the MCP server) names the page the API would link."""
-    given = {key: value for key, value in query.items() if value not in (None, "")}
+    given = {
+        key: (str(value).lower() if isinstance(value, bool) else value)  # `true`, as a query string says it
+        for key, value in query.items()
+        if value not in (None, "")
+    }
     return site_url.rstrip("/") + reverse(route) + (f"?{urlencode(given, doseq=True)}" if given else "")

@@ -12,7 +12,7 @@ from rest_framework import serializers
 
 from memory.models import Conflict, FactMention, FactStatus, Job, MemoryType, Veracity
 from memory.search.hybrid import MODES
-from memory.services.facts import PROPOSAL_OUTCOMES
+from memory.services.facts import PROPOSAL_OUTCOMES, SESSION_KEY_MAX
 
 # `fields` cannot be a declared field name on a DRF Serializer class, hence the inline form.
 ErrorSerializer = inline_serializer(
@@ -63,6 +63,28 @@ def _max_content() -> int:
     return int(settings.ENGRAM_FACT_MAX_CHARS)
 
 
+class SessionKeyField(serializers.CharField):
+    """A session key: a string only (a number or a list is refused, not coerced), stripped, at
+    most SESSION_KEY_MAX (200) characters."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("max_length", SESSION_KEY_MAX)
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("allow_blank", True)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return str(super().to_internal_value(data))
+
+
+SESSION_KEY_HELP = (
+    "a session key (at most 200 characters), e.g. the agent's session id: search and GET facts/ can later "
+    "filter one session's memories by it"
+)
+
+
 class FactProposeIn(serializers.Serializer):
     domain = serializers.CharField(max_length=200, help_text="`architecture` or `repo:<slug>/architecture`")
     repo = serializers.SlugField(required=False, allow_null=True, max_length=100)
@@ -87,6 +109,7 @@ class FactProposeIn(serializers.Serializer):
         help_text="an episode this agent opened (POST episodes/, its preamble or search, or its memory run); "
         "any other answers 400 `unknown_episode`",
     )
+    session_key = SessionKeyField(default="", help_text=SESSION_KEY_HELP)
 
     def validate_content(self, value: str) -> str:
         if len(value) > _max_content():
@@ -105,9 +128,50 @@ class FactListQuery(serializers.Serializer):
     topic = serializers.CharField(required=False, max_length=200)
     status = serializers.ChoiceField(choices=FACT_STATUSES, required=False)
     current = serializers.BooleanField(required=False, default=True, help_text="only facts not superseded")
+    session_key = SessionKeyField(help_text="only facts written under this session key (exact match)")
+
+
+class ProvenanceOut(serializers.Serializer):
+    """Where a fact came from. Blank strings and nulls when unknown (an agent's proposal has no file)."""
+
+    source = serializers.CharField(  # type: ignore[assignment]
+        help_text="how it was written: agent_api, remember_agent_human_approved (a remember review), "
+        "meeting_decisions, supersede, consolidate:<session>, promotion…"
+    )
+    file = serializers.CharField(help_text="the file a remember review kept it from (its path), else empty")
+    layer = serializers.CharField(help_text="the remember layer: user/profile, project/context, domain/knowledge")
+    rationale = serializers.CharField(help_text="why it was kept (the remember review's rationale)")
+    review_id = serializers.IntegerField(
+        allow_null=True, help_text="the remember review whose approval stored it (GET reviews/{id}/), else null"
+    )
+    candidate_id = serializers.IntegerField(
+        allow_null=True, help_text="the promotion candidate it was promoted from (GET candidates/{id}/), else null"
+    )
+    session_key = serializers.CharField(help_text="the session key it was written under (as the fact's `session_key`)")
+
+
+def _attach_origin_reviews(facts: list[Any]) -> None:
+    """Set each fact's `origin_review_id` (one query for all; none unless a review stored one)."""
+    from review.selectors import origin_review_ids
+
+    found = origin_review_ids(facts)
+    for fact in facts:
+        fact.origin_review_id = found.get(fact.pk)
+
+
+class FactListOut(serializers.ListSerializer):
+    """A list of facts: the originating reviews of the whole page are read in one query."""
+
+    def to_representation(self, data: Any) -> list[Any]:
+        facts = list(data.all() if hasattr(data, "all") else data)
+        _attach_origin_reviews(facts)
+        return super().to_representation(facts)
 
 
 class FactOut(serializers.Serializer):
+    class Meta:
+        list_serializer_class = FactListOut
+
     id = serializers.IntegerField()
     domain = serializers.CharField(source="domain.label")
     repo = serializers.SerializerMethodField()
@@ -135,9 +199,25 @@ class FactOut(serializers.Serializer):
     verification = serializers.CharField()
     last_validated_at = serializers.DateTimeField(allow_null=True)
     verification_contract_version = serializers.CharField()
+    session_key = serializers.CharField(help_text="the session key it was written under; empty when none")
+    provenance = serializers.SerializerMethodField(help_text="where it came from: file, layer, review, candidate")
 
     def get_repo(self, fact: Any) -> str | None:
         return fact.domain.repo.slug if fact.domain.repo_id else None
+
+    @extend_schema_field(ProvenanceOut)
+    def get_provenance(self, fact: Any) -> dict[str, Any]:
+        if not hasattr(fact, "origin_review_id"):
+            _attach_origin_reviews([fact])
+        return {
+            "source": fact.source,
+            "file": fact.source_file,
+            "layer": fact.source_layer,
+            "rationale": fact.rationale,
+            "review_id": fact.origin_review_id,
+            "candidate_id": fact.origin_candidate_id,
+            "session_key": fact.session_key,
+        }
 
 
 CONFLICT_STATUSES = Conflict.Status.values
@@ -221,7 +301,17 @@ class FactMentionOut(serializers.Serializer):
         return mention.user_id is not None
 
 
+class FactChallengeOut(serializers.Serializer):
+    reason = serializers.CharField(help_text="stale, failed_replay, conflict or review")
+    detail = serializers.CharField(help_text='in words, e.g. "not validated or mentioned for 365 days (…)"')
+    at = serializers.DateTimeField(help_text="when it was challenged")
+    by = serializers.CharField(help_text="who challenged it, e.g. system:detect_stale or a reviewer")
+
+
 class FactDetailOut(FactOut):
+    challenge = serializers.SerializerMethodField(
+        help_text="why a challenged fact was challenged (its latest fact.challenged event); null unless challenged"
+    )
     source_observation_ids = serializers.SerializerMethodField()
     history = serializers.SerializerMethodField()
     conflicts = serializers.SerializerMethodField()
@@ -236,6 +326,14 @@ class FactDetailOut(FactOut):
 
     def get_mentions_total(self, fact: Any) -> int:
         return int(self.context["mentions_total"])
+
+    @extend_schema_field(FactChallengeOut(allow_null=True))
+    def get_challenge(self, fact: Any) -> dict[str, Any] | None:
+        from memory.selectors import challenge_body, latest_challenges
+
+        event = self.context["challenge"] if "challenge" in self.context else latest_challenges([fact]).get(fact.pk)
+        body = challenge_body(event)
+        return FactChallengeOut(body).data if body else None  # type: ignore[return-value]
 
     def get_source_observation_ids(self, fact: Any) -> list[int]:
         return sorted(o.pk for o in fact.source_observations.all())
@@ -530,6 +628,10 @@ class SearchIn(serializers.Serializer):
     repo = serializers.SlugField(max_length=100, required=False, allow_null=True)
     domain = serializers.CharField(max_length=200, required=False, allow_null=True)
     limit = serializers.IntegerField(min_value=1, max_value=50, default=10)
+    session_key = SessionKeyField(
+        allow_null=True,
+        help_text="only facts written under this session key (exact match; the facts' `session_key`), in every mode",
+    )
 
 
 class VoicesOut(serializers.Serializer):

@@ -166,6 +166,7 @@ class FactAdmin(WorkspaceScopedAdmin):
                     "source_file",
                     "source_layer",
                     "rationale",
+                    "session_key",
                     "created_by_agent",
                     "created_by_user",
                     "source_observations",

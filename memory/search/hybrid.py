@@ -181,9 +181,11 @@ def search_memory(
     domain_id: int | None = None,
     limit: int = 10,
     record: bool = True,
+    session_key: str | None = None,
 ) -> SearchResult:
-    """Search the agent's visible, recallable facts. Returned facts count as recalled."""
-    scope = voices.Scope(agent=agent, domain_id=domain_id)
+    """Search the agent's visible, recallable facts (with `session_key`, only those written under
+    that session key, in every voice). Returned facts count as recalled."""
+    scope = voices.Scope(agent=agent, domain_id=domain_id, session_key=session_key or None)
     intent = classify(query)
     lists: dict[str, list[tuple[int, float]]] = {}
     lists["lexical"] = voices.lexical(

@@ -92,9 +92,13 @@ class Scope:
 
     agent: Agent
     domain_id: int | None = None
+    # Only facts written under this session key (Fact.session_key), when given.
+    session_key: str | None = None
 
     def facts(self) -> QuerySet[Fact]:
         qs = Fact.objects.visible_to(self.agent).recallable()
+        if self.session_key:
+            qs = qs.filter(session_key=self.session_key)
         return qs.filter(domain_id=self.domain_id) if self.domain_id else qs
 
 
@@ -190,14 +194,15 @@ def selecting_terms(weighted: Sequence[tuple[str, float, float]]) -> list[str]:
     return chosen
 
 
-_where_cache: dict[tuple[int, int, int | None], tuple[str, list[Any]]] = {}
+_where_cache: dict[tuple[int, int, int | None, str | None], tuple[str, list[Any]]] = {}
 
 
 def _scope_where(scope: Scope) -> tuple[str, list[Any]]:
     """The WHERE clause of `scope.facts()` (visibility, recallability, domain) as SQL, so the
     hand-written ranking queries below apply exactly the queryset's rules. It depends only on
-    workspace, role and domain (grants are looked up by the SQL itself), so it is compiled once."""
-    key = (scope.agent.workspace_id, scope.agent.role_id, scope.domain_id)
+    workspace, role, domain and session key (grants are looked up by the SQL itself), so it is
+    compiled once."""
+    key = (scope.agent.workspace_id, scope.agent.role_id, scope.domain_id, scope.session_key)
     cached = _where_cache.get(key)
     if cached is None:
         qs = scope.facts()

@@ -55,6 +55,7 @@ from memory.services.tenancy import require_visible_domain
 from memory.similarity import Relation
 
 TOPIC_MAX = 200
+SESSION_KEY_MAX = 200
 
 
 class Outcome:
@@ -101,6 +102,9 @@ class FactInput:
     valid_until: datetime | None = None
     source_observation_ids: Sequence[int] = ()
     episode_id: int | None = None
+    # The session key it is written under (Fact.session_key): a review's or hot-tier session id, or
+    # what the proposing agent names; a re-mention keeps the existing fact's own.
+    session_key: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
     # Set by services only, never from a caller's input: a person's act (approving a promotion
     # candidate) vouches for this text, so it may be human_stated whoever performs the write.
@@ -149,6 +153,8 @@ def validate_fact_input(data: FactInput) -> None:
         errors["content"] = ["Content is required."]
     elif len(data.content) > settings.ENGRAM_FACT_MAX_CHARS:
         errors["content"] = [f"At most {settings.ENGRAM_FACT_MAX_CHARS} characters."]
+    if len(data.session_key) > SESSION_KEY_MAX:
+        errors["session_key"] = [f"At most {SESSION_KEY_MAX} characters."]
     if data.memory_type not in MemoryType.values:
         errors["memory_type"] = [f"One of {', '.join(MemoryType.values)}."]
     if data.veracity not in Veracity.values:
@@ -336,6 +342,7 @@ def _new_fact(domain: MemoryDomain, data: FactInput, by: Actor, vector: list[flo
         embedded_at=now,
         created_by_agent=by.agent,
         created_by_user=by.user,
+        session_key=data.session_key.strip(),
         **data.extra,
     )
 

@@ -125,6 +125,7 @@ def consolidate(*, agent: Agent, session_id: str | None = None) -> Consolidation
                     topic=topic,
                     content=entry.content,
                     memory_type="observation",
+                    session_key=entry.session_id,
                     extra={"origin": "hot_tier", "source": f"consolidate:{entry.session_id}"[:60]},
                 ),
             )

@@ -1,0 +1,255 @@
+"""Meeting decisions (seed 003: "meeting decisions are collected into the `decisions` domain").
+
+A person pastes what a meeting decided — on the review site, or through an agent that relays
+people's words (POST decisions/) — and each decision becomes a `decision` fact stated by people
+(`human_stated`) in the workspace's `decisions` domain, all linked to one `meeting` episode (its
+title, started at the meeting's date). Each goes through the normal write path (re-mention and
+conflict rules apply), in one transaction; vectors are computed before it opens.
+
+Choices made here:
+- The `decisions` domain is created on first use (with SPEC §2's default grants: `write` for
+  every role existing then) rather than by a data migration, so workspaces that never record a
+  meeting do not carry an empty domain. Only someone who could write there creates it: a
+  workspace admin (people), or a relaying agent (it would get `write` by the creation anyway).
+- People need `decide` on the domain (memory.access: a workspace admin, or a member holding
+  `review_domain` on it); agents need `write` (403 insufficient_memory_permission; a role holding
+  `none` gets exactly the answer of one holding `read`) and must relay people's words (403
+  veracity_not_allowed): anything else would let an agent's own inference enter memory as a
+  person's word.
+- A topic given with the meeting applies to every decision; without one, each decision meets
+  the closest live decision (cosine ≥ ENGRAM_CONTRADICTION_THRESHOLD) on that fact's topic, so
+  a reversed decision supersedes the old one, else it gets a topic from its first clause.
+- The date is a calendar day, stored as that day's midnight (current time zone); a day after
+  today is refused, as any future date is.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime, time
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from pgvector.django import CosineDistance
+
+from memory import access
+from memory.actors import Actor
+from memory.embeddings import embed_texts, fact_text
+from memory.errors import InsufficientPermission, InvalidInput
+from memory.models import Episode, Fact, GrantLevel, MemoryDomain, MemoryType, Veracity, Workspace
+from memory.services.conflicts import lock_topics
+from memory.services.facts import (
+    TOPIC_MAX,
+    FactInput,
+    ProposalResult,
+    check_veracity_authority,
+    create_episode,
+    embed_live_without_vectors_of,
+    future_date_error,
+    propose_fact_locked,
+)
+from memory.services.tenancy import create_domain, effective_level
+
+DECISIONS_DOMAIN = "decisions"
+MAX_DECISIONS = 50
+TITLE_MAX = 300
+SOURCE = "meeting_decisions"
+ORIGIN = "meeting"
+TOPIC_WORDS = 8
+_BULLET = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
+_MARKUP = re.compile(r"^[\s#>*+\-`|]+|[`*]+")
+_CLAUSE_END = re.compile(r"[.;:!?—](?:\s|$)|\s[-–]\s")
+
+
+@dataclass
+class MeetingRecord:
+    """What recording a meeting did: its episode and, per decision in order, the proposal's result."""
+
+    episode: Episode
+    domain: MemoryDomain
+    results: list[ProposalResult] = field(default_factory=list)
+
+
+def split_decisions(text: str) -> list[str]:
+    """One decision per paragraph when the text has blank lines between blocks, else one per line;
+    list bullets (`-`, `*`, `1.`) are dropped and a paragraph's lines joined with spaces."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    blocks = re.split(r"\n\s*\n", text.strip()) if re.search(r"\S\n\s*\n\s*\S", text) else text.split("\n")
+    decisions = []
+    for block in blocks:
+        lines = [_BULLET.sub("", line).strip() for line in block.split("\n")]
+        joined = " ".join(line for line in lines if line)
+        if joined:
+            decisions.append(joined)
+    return decisions
+
+
+def derived_topic(text: str) -> str:
+    """The first clause of a decision, without markdown marks, lower case, at most TOPIC_WORDS words."""
+    line = _MARKUP.sub("", text).strip()
+    clause = _CLAUSE_END.split(line, maxsplit=1)[0]
+    topic = " ".join(clause.split()[:TOPIC_WORDS]).strip(" ,.;:!?\"'()[]").lower()
+    return topic[:TOPIC_MAX] or "meeting decision"
+
+
+def meeting_start(day: date) -> datetime:
+    """The meeting's date as the episode's start: that day's midnight in the current time zone."""
+    return timezone.make_aware(datetime.combine(day, time.min))
+
+
+def validate_meeting(*, title: str, day: date | None, decisions: Sequence[str], topic: str) -> dict[str, list[str]]:
+    """Field errors of a meeting's input (empty when it may be recorded). Decision errors are keyed
+    `decisions` (the count) and `decisions.<n>` (line n, from 1)."""
+    errors: dict[str, list[str]] = {}
+    if not title.strip():
+        errors["title"] = ["A meeting title is required."]
+    elif len(title) > TITLE_MAX:
+        errors["title"] = [f"At most {TITLE_MAX} characters."]
+    if day is None:
+        errors["date"] = ["The meeting's date is required."]
+    elif (future := future_date_error(meeting_start(day))) is not None:
+        errors["date"] = [f"The meeting's date must not be in the future. {future[0]}"]
+    if len(topic) > TOPIC_MAX:
+        errors["topic"] = [f"At most {TOPIC_MAX} characters."]
+    if not decisions:
+        errors["decisions"] = ["At least one decision."]
+    elif len(decisions) > MAX_DECISIONS:
+        errors["decisions"] = [f"At most {MAX_DECISIONS} decisions per meeting; got {len(decisions)}."]
+    limit = int(settings.ENGRAM_FACT_MAX_CHARS)
+    for number, text in enumerate(decisions[:MAX_DECISIONS], start=1):
+        if not text.strip():
+            errors[f"decisions.{number}"] = ["A decision cannot be empty."]
+        elif len(text) > limit:
+            errors[f"decisions.{number}"] = [f"At most {limit} characters (this one has {len(text)})."]
+    return errors
+
+
+def decisions_domain(workspace: Workspace) -> MemoryDomain | None:
+    return MemoryDomain.objects.filter(workspace=workspace, repo__isnull=True, name=DECISIONS_DOMAIN).first()
+
+
+def check_may_record(*, workspace: Workspace, by: Actor) -> MemoryDomain | None:
+    """Raise unless `by` may record decisions in `workspace` (see the module docstring); answers the
+    existing `decisions` domain, or None when it will be created on first use."""
+    domain = decisions_domain(workspace)
+    agent = by.agent
+    if agent is not None:
+        check_veracity_authority(by, Veracity.HUMAN_STATED)
+        # `none` answers as `read` does: the domain's name is well known, its content stays hidden.
+        if domain is not None and effective_level(role_id=agent.role_id, domain_id=domain.pk) != GrantLevel.WRITE:
+            raise InsufficientPermission(
+                f"Role {agent.role.name!r} needs `write` on domain {domain.label!r} to record meeting decisions.",
+                fields={"domain": [f"No write access to {domain.label!r}."]},
+            )
+        return domain
+    if by.user is None:  # the system, acting for an operator
+        return domain
+    allowed = (
+        access.may_decide_domain(by.user, domain)
+        if domain is not None
+        else access.is_workspace_admin(by.user, workspace)
+    )
+    if not allowed:
+        raise InsufficientPermission(
+            f"You need to decide in the {DECISIONS_DOMAIN!r} domain of {workspace.slug!r} to record meeting "
+            "decisions"
+            + ("." if domain is not None else "; it does not exist yet, so a workspace admin records the first."),
+            fields={"domain": [f"No write access to {DECISIONS_DOMAIN!r}."]},
+        )
+    return domain
+
+
+def _topics(domain: MemoryDomain | None, decisions: Sequence[str], topic: str) -> list[str]:
+    """Each decision's topic (see the module docstring), outside any transaction."""
+    if topic.strip():
+        return [topic.strip()] * len(decisions)
+    meanings = embed_texts(list(decisions))
+    topics = []
+    for text, meaning in zip(decisions, meanings, strict=True):
+        nearest = None
+        if domain is not None:
+            nearest = (
+                Fact.objects.live()
+                .filter(domain=domain, embedding__isnull=False)
+                .annotate(distance=CosineDistance("embedding", meaning))
+                .order_by("distance", "pk")
+                .values_list("topic", "distance")
+                .first()
+            )
+        if nearest is not None and 1 - nearest[1] >= settings.ENGRAM_CONTRADICTION_THRESHOLD:
+            topics.append(nearest[0])
+        else:
+            topics.append(derived_topic(text))
+    return topics
+
+
+def record_meeting_decisions(
+    *, workspace: Workspace, by: Actor, title: str, day: date | None, decisions: Sequence[str], topic: str = ""
+) -> MeetingRecord:
+    """Store each decision as a human_stated `decision` fact in the workspace's `decisions` domain,
+    linked to one new `meeting` episode, in one transaction: all are written or none.
+
+    Raises InvalidInput (fields: title, date, topic, decisions, decisions.<n>) for bad input,
+    VeracityNotAllowed for an agent that does not relay people's words, InsufficientPermission
+    without write on the domain (an agent whose role holds `read` or `none` there, a person who may
+    not decide there)."""
+    decisions = [d.strip() for d in decisions]
+    topic = topic.strip()
+    if errors := validate_meeting(title=title, day=day, decisions=decisions, topic=topic):
+        raise InvalidInput("The meeting has invalid fields; see `fields`.", fields=errors)
+    assert day is not None
+    domain = check_may_record(workspace=workspace, by=by)
+    topics = _topics(domain, decisions, topic)
+    vectors = embed_texts([fact_text(t, d) for t, d in zip(topics, decisions, strict=True)])
+    if domain is not None:
+        embed_live_without_vectors_of((domain.pk, t) for t in topics)
+    return _record_locked(
+        workspace=workspace, by=by, title=title.strip(), day=day, decisions=decisions, topics=topics, vectors=vectors
+    )
+
+
+@transaction.atomic
+def _record_locked(
+    *,
+    workspace: Workspace,
+    by: Actor,
+    title: str,
+    day: date,
+    decisions: Sequence[str],
+    topics: Sequence[str],
+    vectors: Sequence[list[float]],
+) -> MeetingRecord:
+    domain = decisions_domain(workspace)
+    if domain is None:
+        domain = create_domain(
+            workspace=workspace,
+            name=DECISIONS_DOMAIN,
+            description="Decisions people took in meetings.",
+            by=by,
+        )
+    check_may_record(workspace=workspace, by=by)  # again, now the domain exists (and under this transaction)
+    started = meeting_start(day)
+    episode = create_episode(workspace_id=workspace.pk, by=by, kind="meeting", title=title, started_at=started)
+    lock_topics((domain.pk, t) for t in topics)
+    record = MeetingRecord(episode=episode, domain=domain)
+    for text, topic, vector in zip(decisions, topics, vectors, strict=True):
+        record.results.append(
+            propose_fact_locked(
+                domain=domain,
+                data=FactInput(
+                    topic=topic,
+                    content=text,
+                    memory_type=MemoryType.DECISION,
+                    veracity=Veracity.HUMAN_STATED,
+                    observed_at=started,
+                    episode_id=episode.pk,
+                    extra={"source": SOURCE, "origin": ORIGIN},
+                ),
+                by=by,
+                vector=vector,
+            )
+        )
+    return record
