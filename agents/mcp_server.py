@@ -26,6 +26,7 @@ from typing_extensions import TypedDict
 from agents import operations as ops
 from agents import prompts
 from memory.models import Agent, hash_key
+from memory.recalls import served_over
 
 logger = logging.getLogger("engram.mcp")
 
@@ -130,7 +131,8 @@ class EngramTools:
             except AgentKeyError as exc:
                 return _result(401, {"code": "invalid_key", "detail": str(exc), "fields": {}})
             try:
-                result = operation(agent, *args, **kwargs)
+                with served_over("mcp"):  # the exposure trail tells MCP from HTTP (mcp_preamble, mcp_search)
+                    result = operation(agent, *args, **kwargs)
             except Exception as exc:
                 answer = ops.error_result(exc)
                 if answer is None:
@@ -169,10 +171,14 @@ def build_server(key: str, *, site_url: str = "") -> MCPServer:
 
     # --- recall ----------------------------------------------------------------------------
     @server.tool(annotations=WRITE)  # it opens a dispatch episode and counts recalls
-    def get_preamble(task: str, repo: str | None = None) -> CallToolResult:
+    def get_preamble(
+        task: str, repo: str | None = None, as_of: str | None = None, valid_at: str | None = None
+    ) -> CallToolResult:
         """The dispatch preamble: every active policy, your private notes, up to 5 keyword-matched
-        facts for the task (tasks of 20+ characters), and a closing line. Call it when a task starts."""
-        return tools.call(ops.get_preamble, _given(task=task, repo=repo))
+        facts for the task (tasks of 20+ characters), and a closing line. Call it when a task starts.
+        as_of (ISO 8601 with a timezone): the policies and facts Engram held at that moment;
+        valid_at: only facts true at that moment."""
+        return tools.call(ops.get_preamble, _given(task=task, repo=repo, as_of=as_of, valid_at=valid_at))
 
     @server.tool(annotations=READ)
     def search_memory(
@@ -182,12 +188,24 @@ def build_server(key: str, *, site_url: str = "") -> MCPServer:
         domain: str | None = None,
         limit: int = 10,
         session_key: str | None = None,
+        as_of: str | None = None,
+        valid_at: str | None = None,
     ) -> CallToolResult:
         """Search long-term memory. hybrid (default) fuses lexical, semantic, recency and graph voices;
         keyword is full-text only; semantic fuses full-text and vectors. `domain` like `architecture`
         or `repo:<slug>/architecture`; `repo` ranks that repo's facts first. limit 1–50. `session_key`:
-        only facts written under that session key (exact match)."""
-        raw = _given(query=query, mode=mode, repo=repo, domain=domain, limit=limit, session_key=session_key)
+        only facts written under that session key (exact match). `as_of` (ISO 8601 with a timezone):
+        what Engram believed at that moment; `valid_at`: only facts true at that moment."""
+        raw = _given(
+            query=query,
+            mode=mode,
+            repo=repo,
+            domain=domain,
+            limit=limit,
+            session_key=session_key,
+            as_of=as_of,
+            valid_at=valid_at,
+        )
         return tools.call(ops.search, raw)
 
     @server.tool(annotations=READ)
@@ -208,10 +226,11 @@ def build_server(key: str, *, site_url: str = "") -> MCPServer:
         return tools.call(ops.list_facts, raw, limit=limit, offset=offset, site_url=tools.site_url)
 
     @server.tool(annotations=READ)
-    def get_fact(fact_id: int) -> CallToolResult:
+    def get_fact(fact_id: int, as_of: str | None = None) -> CallToolResult:
         """One fact (GET facts/{id}/) with its supersession chain (`history`), its conflicts and what
-        was said each time it was stated again (`mentions`). fact_not_found when you may not see it."""
-        return tools.call(ops.get_fact, fact_id)
+        was said each time it was stated again (`mentions`). fact_not_found when you may not see it.
+        as_of (ISO 8601 with a timezone): all of it as it was at that moment."""
+        return tools.call(ops.get_fact, fact_id, _given(as_of=as_of))
 
     # --- writes ----------------------------------------------------------------------------
     def propose_fact(

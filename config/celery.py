@@ -5,7 +5,7 @@ import os
 from celery import Celery
 from celery.schedules import crontab
 
-from memory.scheduler import DAILY_JOBS
+from memory.scheduler import DAILY_JOBS, FREQUENT_JOBS
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -18,3 +18,5 @@ app.autodiscover_tasks()
 app.conf.beat_schedule = {
     job.name: {"task": job.task, "schedule": crontab(hour=job.hour, minute=job.minute)} for job in DAILY_JOBS
 }
+# The frequent sweeps (due webhook deliveries): every minute under beat, each tick in-process.
+app.conf.beat_schedule.update({job.name: {"task": job.task, "schedule": job.seconds} for job in FREQUENT_JOBS})

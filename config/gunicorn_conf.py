@@ -38,3 +38,11 @@ os.environ.setdefault("ENGRAM_MAX_WAITERS", str(threads // 2))
 control_socket_disable = True
 accesslog = "-"
 access_log_format = '{"ts":"%(t)s","method":"%(m)s","path":"%(U)s","status":%(s)s,"ms":%(M)s}'
+
+
+def child_exit(server: object, worker: object) -> None:
+    """A worker's files in PROMETHEUS_MULTIPROC_DIR (bin/serve-prod) stop counting as live."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)  # type: ignore[attr-defined]

@@ -10,6 +10,8 @@ Environment:
   ENGRAM_HOME         data directory of the embedded mode (default .engram/ in the project).
   CELERY_BROKER_URL   redis://...; without it background tasks run inline.
   ENGRAM_EMBED_BACKEND onnx (default) or torch; see memory/embeddings.py.
+  ENGRAM_METRICS_TOKEN bearer token that may read /metrics (config/metrics.py); ENGRAM_METRICS_LOCAL
+                      1/0: whether unforwarded loopback requests may read it without (default: DEBUG).
 """
 
 from __future__ import annotations
@@ -107,6 +109,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Request latency per view for /metrics: django-prometheus's pair, first and last.
+    "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.middleware.BodySizeLimitMiddleware",
@@ -119,6 +123,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "config.metrics.MetricsAfterMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -334,6 +339,9 @@ ENGRAM_CONTRADICTION_THRESHOLD = env_float("ENGRAM_CONTRADICTION_THRESHOLD", 0.5
 ENGRAM_RECALL_MODE = env_str("ENGRAM_RECALL_MODE") or ("sync" if TESTING else "background")
 if ENGRAM_RECALL_MODE not in {"sync", "background"}:
     raise ImproperlyConfigured("ENGRAM_RECALL_MODE must be sync or background.")
+# The exposure trail (issue 21: which agent was served which fact or policy, when) is kept this many
+# days, then pruned by the daily job `prune-exposures`; 0 keeps it forever.
+ENGRAM_EXPOSURE_RETENTION_DAYS = env_int("ENGRAM_EXPOSURE_RETENTION_DAYS", 90, minimum=0, maximum=36_500)
 # Recall ranking: decay x confidence scales a candidate between FLOOR and 1 (so an old but
 # relevant fact is lowered, not buried); facts of the caller's repo are multiplied by REPO_BOOST.
 ENGRAM_DECAY_FLOOR = env_float("ENGRAM_DECAY_FLOOR", 0.8)
@@ -360,6 +368,22 @@ ENGRAM_BATCH_MAX_ITEMS = env_int("ENGRAM_BATCH_MAX_ITEMS", 100, minimum=1, maxim
 ENGRAM_JOB_TIMEOUT_SECONDS = env_int(
     "ENGRAM_JOB_TIMEOUT_SECONDS", CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"], minimum=10
 )
+# Webhooks (memory.webhooks): attempts per delivery before it is marked failed, and each POST's
+# timeout. Private, loopback and link-local addresses are refused (SSRF) unless allowed here
+# (local development and tests).
+ENGRAM_WEBHOOK_MAX_ATTEMPTS = env_int("ENGRAM_WEBHOOK_MAX_ATTEMPTS", 6, minimum=1, maximum=20)
+ENGRAM_WEBHOOK_TIMEOUT_SECONDS = env_int("ENGRAM_WEBHOOK_TIMEOUT_SECONDS", 5, minimum=1, maximum=60)
+ENGRAM_WEBHOOKS_ALLOW_PRIVATE = env_bool("ENGRAM_WEBHOOKS_ALLOW_PRIVATE", False)
+
+# /metrics (config/metrics.py): Prometheus reads it with `Authorization: Bearer <token>`; an
+# unforwarded request from 127.0.0.1/::1 needs none while ENGRAM_METRICS_LOCAL is on (default in
+# DEBUG mode only: behind a proxy on the same host every request comes from 127.0.0.1).
+ENGRAM_METRICS_TOKEN = env_str("ENGRAM_METRICS_TOKEN")
+if ENGRAM_METRICS_TOKEN and len(ENGRAM_METRICS_TOKEN) < 16:
+    raise ImproperlyConfigured("ENGRAM_METRICS_TOKEN must be at least 16 characters (a random string).")
+ENGRAM_METRICS_LOCAL = env_bool("ENGRAM_METRICS_LOCAL", DEBUG)
+# django-prometheus's latency buckets, from 5 ms (a search is tens of ms) to a long-poll's minute.
+PROMETHEUS_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, float("inf"))
 
 LOG_FORMAT = env_str("LOG_FORMAT") or ("plain" if DEBUG else "json")
 if LOG_FORMAT not in {"plain", "json"}:

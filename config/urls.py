@@ -6,6 +6,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
 
 from agents.api.errors import json_404, json_500
+from config.metrics import metrics_view
 
 
 def healthz(request: HttpRequest) -> HttpResponse:
@@ -18,6 +19,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("agents.api.urls")),
     path("healthz", healthz, name="healthz"),
+    path("metrics", metrics_view, name="metrics"),
     path("", include("review.urls")),
 ]
 

@@ -1,4 +1,7 @@
-"""The audit trail: every service that changes state calls record_event inside its transaction."""
+"""The audit trail: every service that changes state calls record_event inside its transaction.
+
+Recording an event also queues its webhooks (memory.webhooks.emit): the deliveries are written in
+the same transaction and sent after it commits."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from typing import Any
 
 from django.db import models
 
+from memory import webhooks
 from memory.actors import Actor
 from memory.models import AuditEvent
 
@@ -20,7 +24,7 @@ def record_event(
     target: models.Model | None = None,
     detail: dict[str, Any] | None = None,
 ) -> AuditEvent:
-    return AuditEvent.objects.create(
+    event = AuditEvent.objects.create(
         workspace_id=workspace_id,
         actor_agent=actor.agent,
         actor_user=actor.user,
@@ -30,6 +34,8 @@ def record_event(
         target_id=target.pk if target is not None else None,
         detail=detail or {},
     )
+    webhooks.emit([event])
+    return event
 
 
 def record_events(
@@ -42,7 +48,7 @@ def record_events(
 ) -> None:
     """One event per target, like record_event writes, in one INSERT (batch paths, which may
     touch thousands of rows): `events` are (workspace_id, target_id, detail)."""
-    AuditEvent.objects.bulk_create(
+    created = AuditEvent.objects.bulk_create(
         AuditEvent(
             workspace_id=workspace_id,
             actor_agent=actor.agent,
@@ -56,3 +62,4 @@ def record_events(
         )
         for workspace_id, target_id, detail in events
     )
+    webhooks.emit(created)

@@ -27,6 +27,8 @@ from typing import Any, Protocol
 import numpy as np
 from django.conf import settings
 
+from memory.metrics import embedding_timer
+
 DIMENSIONS = 384
 MODEL_NAME = "all-MiniLM-L6-v2"
 ONNX_OPSET = 17
@@ -202,7 +204,9 @@ def embed_texts(texts: Sequence[str], *, batch_size: int | None = None, bulk: bo
     `bulk=True` for importers and reindexing: more threads, its own session."""
     if not texts:
         return []
-    vectors = get_encoder(bulk=bulk).encode(list(texts), batch_size or settings.ENGRAM_EMBED_BATCH)
+    encoder = get_encoder(bulk=bulk)  # loading the model once is not embedding time
+    with embedding_timer(len(texts)):
+        vectors = encoder.encode(list(texts), batch_size or settings.ENGRAM_EMBED_BATCH)
     return vectors.tolist()
 
 

@@ -546,6 +546,57 @@ class EpisodeFact(models.Model):
         return f"episode {self.episode_id} {self.relation} fact {self.fact_id}"
 
 
+class Exposure(models.Model):
+    """One fact or policy served to an agent (issue 21): the exposure trail.
+
+    Ids only, never content: `fact_id`, `policy_id` and `run_id` are plain integers, not foreign
+    keys, so the row outlives the fact's erasure and "who received it since" still answers from a
+    bare id. Written by the recall buffer (memory.recalls) off the request path; pruned after
+    ENGRAM_EXPOSURE_RETENTION_DAYS."""
+
+    class Surface(models.TextChoices):
+        PREAMBLE = "preamble"
+        SEARCH = "search"
+        MCP_PREAMBLE = "mcp_preamble"
+        MCP_SEARCH = "mcp_search"
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey("memory.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    episode = models.ForeignKey(Episode, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    surface = models.CharField(max_length=16, choices=Surface.choices)
+    fact_id = models.BigIntegerField(null=True, blank=True)
+    policy_id = models.BigIntegerField(null=True, blank=True)
+    run_id = models.BigIntegerField(null=True, blank=True, help_text="The agent's memory run then running, if any.")
+    served_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-served_at", "-id"]
+        indexes = [
+            models.Index(
+                fields=["workspace", "fact_id", "served_at"],
+                condition=Q(fact_id__isnull=False),
+                name="exposure_by_fact",
+            ),
+            models.Index(
+                fields=["workspace", "policy_id", "served_at"],
+                condition=Q(policy_id__isnull=False),
+                name="exposure_by_policy",
+            ),
+            models.Index(fields=["served_at"], name="exposure_served_at"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(fact_id__isnull=False, policy_id__isnull=True)
+                | Q(fact_id__isnull=True, policy_id__isnull=False),
+                name="exposure_fact_xor_policy",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        what = f"fact {self.fact_id}" if self.fact_id is not None else f"policy {self.policy_id}"
+        return f"{what} to agent {self.agent_id} via {self.surface}"
+
+
 class FactMention(models.Model):
     """What was said when a fact was stated again: a re-mention, a near-duplicate merged into it,
     or a fact a person decided says the same. The fact is not duplicated; the words are kept."""
@@ -1025,3 +1076,94 @@ class Intervention(models.Model):
 
     def __str__(self) -> str:
         return f"step {self.step}: {'silent' if self.reminder is None else 'reminder'}"
+
+
+# --- Webhooks (issue 21) ----------------------------------------------------------------------
+WEBHOOK_EVENTS: tuple[str, ...] = (
+    "review.resolved",
+    "candidate.decided",
+    "conflict.opened",
+    "fact.superseded",
+    "fact.challenged",
+    "fact.erased",
+    "policy.changed",
+)
+
+
+def new_webhook_secret() -> str:
+    return "whsec_" + secrets.token_urlsafe(32)
+
+
+class WebhookSubscription(models.Model):
+    """A workspace's HTTP endpoint for some events (memory.webhooks).
+
+    The secret is stored as it is, not hashed: signing each delivery (HMAC-SHA256) needs it. It is
+    shown once when the subscription is created and masked in the admin afterwards; rotating it
+    issues a new one."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="webhook_subscriptions")
+    url = models.URLField(max_length=2000, help_text="http(s) URL that receives a signed POST per event.")
+    secret = models.CharField(max_length=100, default=new_webhook_secret, editable=False)
+    events = models.JSONField(default=list, help_text="Event names this endpoint receives.")
+    active = models.BooleanField(default=True)
+    description = models.CharField(max_length=200, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["workspace", "id"]
+        indexes = [models.Index(fields=["workspace", "active"], name="webhook_sub_active")]
+
+    def __str__(self) -> str:
+        return f"{self.url} ({', '.join(self.events) or 'no events'})"
+
+    @property
+    def masked_secret(self) -> str:
+        return f"{self.secret[:10]}…" if self.secret else ""
+
+
+class WebhookDelivery(models.Model):
+    """One event sent (or to be sent) to one subscription, with its attempts: the delivery log.
+
+    `payload` holds ids, states and paths only, never fact or policy text, so erasing a subject
+    never has to chase its content into this table. `uuid` is the X-Engram-Delivery header (the
+    same on every retry; receivers dedupe by it); `event_id` is the event's own id, shared by the
+    deliveries of one event to several subscriptions."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        DELIVERED = "delivered"
+        FAILED = "failed"
+
+    uuid = models.UUIDField(unique=True, editable=False)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="webhook_deliveries")
+    subscription = models.ForeignKey(WebhookSubscription, on_delete=models.CASCADE, related_name="deliveries")
+    event = models.CharField(max_length=40)
+    event_id = models.UUIDField(editable=False)
+    payload = models.JSONField(default=dict)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    last_status_code = models.PositiveIntegerField(null=True, blank=True)
+    last_error = models.CharField(max_length=500, blank=True)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "webhook deliveries"
+        indexes = [
+            models.Index(fields=["next_attempt_at"], name="webhook_due", condition=Q(status="pending")),
+            models.Index(fields=["subscription", "-created_at"], name="webhook_sub_recent"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=["pending", "delivered", "failed"]), name="webhook_delivery_status_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event} → #{self.subscription_id} ({self.status})"

@@ -7,12 +7,15 @@ from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.db import models
-from django.db.models import Exists, OuterRef, Q
-from django.db.models.functions import Now
+from django.db.models import Case, CharField, Exists, F, OuterRef, Q, Subquery, Value, When
+from django.db.models.fields.json import KT
+from django.db.models.functions import Coalesce, Now
 
 from memory.choices import FactStatus, GrantLevel, PromotionStatus
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
     from memory.models import Agent
@@ -60,8 +63,55 @@ class FactQuerySet(models.QuerySet):
             Q(valid_until__isnull=True) | Q(valid_until__gt=now or Now())
         )
 
+    def believed_at(self, moment: datetime) -> FactQuerySet:
+        """As-of recall, transaction time: facts recorded by `moment`, not yet superseded then, and
+        active then (status_then). Expiry is not applied here (see recallable_then)."""
+        return (
+            self.filter(created_at__lte=moment)
+            .filter(Q(superseded_at__isnull=True) | Q(superseded_at__gt=moment))
+            .alias(status_then=status_then(moment))
+            .filter(status_then=FactStatus.ACTIVE)
+        )
+
+    def true_at(self, moment: datetime) -> FactQuerySet:
+        """As-of recall, valid time: observed by `moment` and not past valid_until at it."""
+        return self.filter(observed_at__lte=moment).filter(Q(valid_until__isnull=True) | Q(valid_until__gt=moment))
+
+    def recallable_then(self, *, as_of: datetime | None = None, valid_at: datetime | None = None) -> FactQuerySet:
+        """What agents would be shown as believed at `as_of` (default now) and true at `valid_at`
+        (default: not expired at `as_of`). With neither, exactly `recallable()`."""
+        if as_of is None and valid_at is None:
+            return self.recallable()
+        qs = (
+            self.believed_at(as_of)
+            if as_of is not None
+            else self.filter(superseded_by__isnull=True, status=FactStatus.ACTIVE)
+        )
+        if valid_at is not None:
+            return qs.true_at(valid_at)
+        return qs.filter(Q(valid_until__isnull=True) | Q(valid_until__gt=as_of))
+
     def needing_embedding(self) -> FactQuerySet:
         return self.filter(embedding__isnull=True)
+
+
+# The audit verbs that move a fact's status; each carries the status it left in detail["from"].
+STATUS_VERBS = ("fact.challenged", "fact.revalidated", "fact.deprecated", "fact.archived", "fact.status_changed")
+
+
+def status_then(moment: datetime) -> Case:
+    """A fact's status at `moment`: today's when it has not changed since (status_changed_at ≤
+    moment), else the `from` of its first status event after `moment`; `active` when no such
+    event exists (facts are created active; rows changed outside the services left no trail)."""
+    events = apps.get_model("memory", "AuditEvent").objects.filter(
+        target_type="fact", target_id=OuterRef("pk"), verb__in=STATUS_VERBS, created_at__gt=moment
+    )
+    first = events.order_by("created_at", "id").annotate(previous=KT("detail__from")).values("previous")[:1]
+    return Case(
+        When(status_changed_at__lte=moment, then=F("status")),
+        default=Coalesce(Subquery(first), Value(FactStatus.ACTIVE)),
+        output_field=CharField(),
+    )
 
 
 class PolicyQuerySet(models.QuerySet):

@@ -1,25 +1,36 @@
-"""Counting recalls without slowing recall.
+"""Counting recalls, and recording exposures, without slowing recall.
 
-The preamble and search paths hand (episode, fact ids) to a per-process buffer; a background
-thread flushes it about once a second in one transaction: one UPDATE … FROM (VALUES …) for the
-counters and one bulk insert for the episode links. A crash can lose at most the last second
-of counts; the facts themselves are never at risk.
+The preamble and search paths hand (episode, fact ids, and for the preamble its policy ids) to a
+per-process buffer; a background thread flushes it about once a second in one transaction: one
+UPDATE … FROM (VALUES …) for the counters, one bulk insert for the episode links and one for the
+exposure trail (issue 21). A crash can lose at most the last second of counts and exposures; the
+facts themselves are never at risk.
+
+The exposure trail (memory.models.Exposure) is not the episode links again: a link is a graph
+edge (fact ↔ episode, deleted with the fact, no policies, no surface); an exposure is the record
+of what was served, to whom, over which surface, in which memory run: ids only, kept after the
+fact is erased, pruned after ENGRAM_EXPOSURE_RETENTION_DAYS. The MCP server marks its calls with
+`served_over("mcp")`, so the same operations record `mcp_preamble` / `mcp_search`.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextvars
 import logging
 import threading
 from collections import Counter
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
-from memory.models import Episode, EpisodeFact
+from memory.models import Episode, EpisodeFact, Exposure, MemoryRun
 
 if TYPE_CHECKING:
     from memory.models import Agent
@@ -27,33 +38,72 @@ if TYPE_CHECKING:
 logger = logging.getLogger("engram.recalls")
 FLUSH_SECONDS = 1.0
 
+# The channel a call came in on: "" over HTTP, "mcp" inside the MCP server (agents.mcp_server).
+_channel: contextvars.ContextVar[str] = contextvars.ContextVar("engram_channel", default="")
+
+
+@contextmanager
+def served_over(channel: str) -> Iterator[None]:
+    """Mark what is served inside the block as served over `channel` ("mcp")."""
+    token = _channel.set(channel)
+    try:
+        yield
+    finally:
+        _channel.reset(token)
+
+
+def surface_for(kind: str) -> str:
+    """The Exposure surface of a `kind` ("preamble", "search") served on the current channel."""
+    channel = _channel.get()
+    return Exposure.Surface(f"{channel}_{kind}" if channel else kind).value
+
+
+class Served(NamedTuple):
+    """One exposure waiting in the buffer: ids only, the run resolved at flush."""
+
+    workspace_id: int
+    agent_id: int
+    episode_id: int | None
+    surface: str
+    fact_id: int | None
+    policy_id: int | None
+    served_at: datetime
+
 
 class RecallBuffer:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts: Counter[int] = Counter()
         self._links: list[tuple[int, int]] = []
+        self._served: list[Served] = []
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
 
-    def add(self, episode_id: int | None, fact_ids: Iterable[int]) -> None:
+    def add(self, episode_id: int | None, fact_ids: Iterable[int], served: Iterable[Served] = ()) -> None:
         ids = list(dict.fromkeys(fact_ids))
-        if not ids:
+        exposures = list(served)
+        if not ids and not exposures:
             return
-        if settings.ENGRAM_RECALL_MODE == "sync":  # tests: visible at once, inside the caller's transaction
-            with self._lock:
-                self._counts.update(ids)
-                if episode_id is not None:
-                    self._links.extend((episode_id, pk) for pk in ids)
-            self.flush()
-            return
+        sync = settings.ENGRAM_RECALL_MODE == "sync"  # tests: visible at once, inside the caller's transaction
         with self._lock:
             self._counts.update(ids)
             if episode_id is not None:
                 self._links.extend((episode_id, pk) for pk in ids)
-            if self._thread is None or not self._thread.is_alive():
+            self._served.extend(exposures)
+            if not sync and (self._thread is None or not self._thread.is_alive()):
                 self._thread = threading.Thread(target=self._run, name="engram-recalls", daemon=True)
                 self._thread.start()
+        if sync:
+            self.flush()
+
+    def forget(self, fact_ids: Iterable[int]) -> None:
+        """Drop pending counts and episode links of erased facts (issue 21); exposures are ids
+        only and stay."""
+        gone = set(fact_ids)
+        with self._lock:
+            for pk in gone:
+                self._counts.pop(pk, None)
+            self._links = [(e, f) for e, f in self._links if f not in gone]
 
     def _run(self) -> None:
         while True:
@@ -69,34 +119,86 @@ class RecallBuffer:
     def flush(self) -> int:
         """Write what is pending now; returns the number of facts whose counter moved."""
         with self._lock:
-            counts, links = self._counts, self._links
-            self._counts, self._links = Counter(), []
-        if not counts:
+            counts, links, served = self._counts, self._links, self._served
+            self._counts, self._links, self._served = Counter(), [], []
+        if not counts and not served:
             return 0
         try:
             with transaction.atomic():
-                values = ", ".join(["(%s::bigint, %s::integer)"] * len(counts))
-                params: list[Any] = [timezone.now()] + [x for item in sorted(counts.items()) for x in item]
-                with connection.cursor() as cursor:
-                    cursor.execute(
-                        f"UPDATE memory_fact AS f SET recall_count = f.recall_count + v.n, last_recalled_at = %s "  # noqa: S608 -- only %s placeholders are interpolated; ids and counts are bound params
-                        f"FROM (VALUES {values}) AS v(id, n) WHERE f.id = v.id",
-                        params,
+                if counts:
+                    values = ", ".join(["(%s::bigint, %s::integer)"] * len(counts))
+                    params: list[Any] = [timezone.now()] + [x for item in sorted(counts.items()) for x in item]
+                    with connection.cursor() as cursor:
+                        cursor.execute(
+                            f"UPDATE memory_fact AS f SET recall_count = f.recall_count + v.n, last_recalled_at = %s "  # noqa: S608 -- only %s placeholders are interpolated; ids and counts are bound params
+                            f"FROM (VALUES {values}) AS v(id, n) WHERE f.id = v.id",
+                            params,
+                        )
+                if links:
+                    EpisodeFact.objects.bulk_create(
+                        [
+                            EpisodeFact(episode_id=e, fact_id=f, relation=EpisodeFact.Relation.RECALLED)
+                            for e, f in links
+                        ],
+                        ignore_conflicts=True,
                     )
-                EpisodeFact.objects.bulk_create(
-                    [EpisodeFact(episode_id=e, fact_id=f, relation=EpisodeFact.Relation.RECALLED) for e, f in links],
-                    ignore_conflicts=True,
-                )
+                if served:
+                    _write_exposures(served)
         except Exception:
             with self._lock:  # put them back for the next attempt
                 self._counts.update(counts)
                 self._links.extend(links)
+                self._served.extend(served)
             raise
         return len(counts)
 
+    def pending(self) -> bool:
+        return bool(self._counts or self._served)
+
+
+def _runs_at(served: list[Served]) -> dict[tuple[int, datetime], int]:
+    """(agent id, served at) → the memory run that agent had running then (the latest opened,
+    if several): one query for the whole flush."""
+    agent_ids = {s.agent_id for s in served}
+    first, last = min(s.served_at for s in served), max(s.served_at for s in served)
+    runs = (
+        MemoryRun.objects.filter(agent_id__in=agent_ids, created_at__lte=last)
+        .filter(Q(finished_at__isnull=True) | Q(finished_at__gte=first))
+        .order_by("created_at", "pk")
+        .values_list("pk", "agent_id", "created_at", "finished_at")
+    )
+    moments: dict[int, set[datetime]] = {}
+    for s in served:
+        moments.setdefault(s.agent_id, set()).add(s.served_at)
+    found: dict[tuple[int, datetime], int] = {}
+    for pk, agent_id, created_at, finished_at in runs:  # later runs overwrite earlier ones
+        for at in moments.get(agent_id, ()):
+            if created_at <= at and (finished_at is None or at <= finished_at):
+                found[(agent_id, at)] = pk
+    return found
+
+
+def _write_exposures(served: list[Served]) -> None:
+    runs = _runs_at(served)
+    Exposure.objects.bulk_create(
+        [
+            Exposure(
+                workspace_id=s.workspace_id,
+                agent_id=s.agent_id,
+                episode_id=s.episode_id,
+                surface=s.surface,
+                fact_id=s.fact_id,
+                policy_id=s.policy_id,
+                run_id=runs.get((s.agent_id, s.served_at)),
+                served_at=s.served_at,
+            )
+            for s in served
+        ]
+    )
+
 
 buffer = RecallBuffer()
-atexit.register(lambda: buffer.flush() if buffer._counts else None)
+atexit.register(lambda: buffer.flush() if buffer.pending() else None)
 
 
 def open_episode(*, agent: Agent, kind: str, title: str) -> int:
@@ -105,5 +207,21 @@ def open_episode(*, agent: Agent, kind: str, title: str) -> int:
     return Episode.objects.create(workspace_id=agent.workspace_id, agent=agent, kind=kind, title=title[:300]).pk
 
 
-def record_recall(episode_id: int | None, fact_ids: Iterable[int]) -> None:
-    buffer.add(episode_id, fact_ids)
+def record_recall(
+    episode_id: int | None,
+    fact_ids: Iterable[int],
+    *,
+    agent: Agent | None = None,
+    served_as: str | None = None,
+    policy_ids: Iterable[int] = (),
+) -> None:
+    """Count `fact_ids` as recalled in `episode_id`; with `agent` and `served_as` ("preamble",
+    "search"), also record each fact and policy served to the agent in the exposure trail."""
+    fact_ids = list(dict.fromkeys(fact_ids))
+    served: list[Served] = []
+    if agent is not None and served_as is not None:
+        surface, now = surface_for(served_as), timezone.now()
+        base = (agent.workspace_id, agent.pk, episode_id, surface)
+        served = [Served(*base, None, pk, now) for pk in dict.fromkeys(policy_ids)]
+        served += [Served(*base, pk, None, now) for pk in fact_ids]
+    buffer.add(episode_id, fact_ids, served)

@@ -13,6 +13,9 @@ reads the last run again before running. Each run is recorded as an audit event
 (`scheduler.job_ran`, or `scheduler.job_failed` with the error; no workspace, target
 `scheduled_job`) — the last run is read from there, so no table of its own is needed. A failed
 run is tried again after RETRY_AFTER.
+
+`FREQUENT_JOBS` are idempotent sweeps (due webhook deliveries): beat runs them every
+`seconds`, the in-process scheduler at each tick, without a lock or an audit event.
 """
 
 from __future__ import annotations
@@ -50,6 +53,24 @@ DAILY_JOBS: tuple[DailyJob, ...] = (
     # Stale detection challenges lifecycle-managed facts not validated or mentioned within their
     # memory type's window (SPEC §7); daily is ample for windows counted in days.
     DailyJob("detect-stale-facts", "memory.tasks.detect_stale_facts", hour=3, minute=17),
+    # The exposure trail is kept ENGRAM_EXPOSURE_RETENTION_DAYS (issue 21).
+    DailyJob("prune-exposures", "memory.tasks.prune_exposures", hour=3, minute=41),
+)
+
+
+@dataclass(frozen=True)
+class FrequentJob:
+    """An idempotent sweep: every `seconds` under beat, at each tick (TICK_SECONDS) in-process."""
+
+    name: str
+    task: str
+    seconds: float
+
+
+FREQUENT_JOBS: tuple[FrequentJob, ...] = (
+    # Webhook deliveries that are due: retries (the inline mode only records them) and first
+    # attempts whose task was lost (memory.services.webhooks).
+    FrequentJob("deliver-due-webhooks", "memory.tasks.deliver_due_webhooks", seconds=60.0),
 )
 
 
@@ -79,7 +100,7 @@ def is_due(job: DailyJob, now: datetime) -> bool:
     return now - at >= (INTERVAL if succeeded else RETRY_AFTER)
 
 
-def _run_task(job: DailyJob) -> Any:
+def _run_task(job: DailyJob | FrequentJob) -> Any:
     from django.utils.module_loading import import_string
 
     return import_string(job.task)()  # a Celery task called directly runs here, synchronously
@@ -146,6 +167,16 @@ def tick(
     return [job.name for job in jobs if run_if_due(job, now, runner=runner)]
 
 
+def run_frequent_jobs() -> None:
+    """Each FREQUENT_JOBS task once (no lock: they are idempotent sweeps); a failure is logged
+    and the others still run."""
+    for job in FREQUENT_JOBS:
+        try:
+            _run_task(job)
+        except Exception:
+            log.exception("Frequent job %s failed", job.name)
+
+
 def _loop(stop: threading.Event) -> None:
     from django.db import close_old_connections, connection
 
@@ -155,6 +186,7 @@ def _loop(stop: threading.Event) -> None:
         close_old_connections()
         try:
             tick()
+            run_frequent_jobs()
         except Exception:  # the database may be down for a moment: try again at the next tick
             log.exception("The daily-job scheduler's tick failed")
         finally:

@@ -3,15 +3,19 @@ workspaces) and does its select_related / prefetch here, so callers never cause 
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING, Any
 
 from django.db.models import Q, QuerySet
 
 from memory.errors import InvalidInput, NotFound
 from memory.models import AuditEvent, Conflict, Fact, FactMention, FactStatus, MemoryDomain, Policy
+from memory.querysets import status_then
 from memory.services.tenancy import parse_domain_label, unknown_domain
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from memory.models import Agent
 
 HISTORY_LIMIT = 200
@@ -86,6 +90,58 @@ def fact_history(fact: Fact) -> list[Fact]:
     return sorted(seen.values(), key=lambda f: (f.created_at, f.pk))
 
 
+# --- As of a moment (memory.search.as_of): rows as they were then, never saved --------------------
+def fact_as_of(agent: Agent, fact_id: int, as_of: datetime) -> Fact:
+    """One visible fact as it was at `as_of` (see facts_as_they_were). NotFound (`fact_not_found`)
+    when the agent may not see it today or it was recorded after `as_of`."""
+    fact = fact_for_agent(agent, fact_id)
+    if fact.created_at > as_of:
+        raise NotFound(f"Fact {fact_id} was recorded after as_of.", code="fact_not_found")
+    return facts_as_they_were([fact], as_of)[0]
+
+
+def facts_as_they_were(facts: list[Fact], as_of: datetime) -> list[Fact]:
+    """Copies of the facts recorded by `as_of` with their status (querysets.status_then) and
+    supersession as of then; confidence and counters stay today's. For display only."""
+    recorded = [f for f in facts if f.created_at <= as_of]
+    statuses = dict(
+        Fact.objects.filter(pk__in=[f.pk for f in recorded]).annotate(then=status_then(as_of)).values_list("pk", "then")
+    )
+    then = []
+    for fact in recorded:
+        was = copy.copy(fact)  # Model.__getstate__ copies _state and its cache: the original is untouched
+        if was.superseded_at is not None and was.superseded_at > as_of:
+            was.superseded_by, was.superseded_at, was.supersede_reason = None, None, ""
+        was.status = statuses.get(fact.pk, fact.status)
+        then.append(was)
+    return then
+
+
+def conflicts_as_of(conflicts: list[Conflict], as_of: datetime) -> list[Conflict]:
+    """The conflicts detected by `as_of`; one decided after it shows as it was then: open."""
+    then = []
+    for conflict in conflicts:
+        if conflict.detected_at > as_of:
+            continue
+        if conflict.decided_at is not None and conflict.decided_at > as_of:
+            conflict = copy.copy(conflict)
+            conflict.status, conflict.resolution, conflict.rule = Conflict.Status.OPEN, "", ""
+            conflict.winner, conflict.loser, conflict.decided_at = None, None, None
+        then.append(conflict)
+    return then
+
+
+def challenge_as_of(fact: Fact, as_of: datetime) -> AuditEvent | None:
+    """Why `fact` (as of then) was challenged then: its latest `fact.challenged` event by `as_of`."""
+    if fact.status != FactStatus.CHALLENGED:
+        return None
+    return (
+        AuditEvent.objects.filter(target_type="fact", target_id=fact.pk, verb="fact.challenged", created_at__lte=as_of)
+        .order_by("-created_at", "-id")
+        .first()
+    )
+
+
 def conflicts_of(fact_ids: list[int]) -> QuerySet[Conflict]:
     """Every conflict involving these facts: decided, open (possible) or dismissed."""
     return Conflict.objects.filter(Q(existing_id__in=fact_ids) | Q(proposed_id__in=fact_ids)).select_related(
@@ -93,10 +149,14 @@ def conflicts_of(fact_ids: list[int]) -> QuerySet[Conflict]:
     )
 
 
-def mentions_of(fact: Fact, *, limit: int = MENTIONS_LIMIT) -> tuple[list[FactMention], int]:
+def mentions_of(
+    fact: Fact, *, limit: int = MENTIONS_LIMIT, as_of: datetime | None = None
+) -> tuple[list[FactMention], int]:
     """What was said each time the fact was stated again (newest first, at most `limit`) and how
-    many such records there are."""
+    many such records there are; with `as_of`, only those recorded by then."""
     qs = FactMention.objects.filter(fact=fact).select_related("agent")
+    if as_of is not None:
+        qs = qs.filter(created_at__lte=as_of)
     return list(qs.order_by("-created_at", "-id")[:limit]), qs.count()
 
 

@@ -59,3 +59,50 @@ def detect_stale_facts() -> dict[str, int]:
     from memory.services.lifecycle import detect_stale
 
     return detect_stale()
+
+
+@shared_task(acks_late=True)
+def prune_exposures() -> dict[str, int]:
+    """Daily: delete exposure-trail rows older than ENGRAM_EXPOSURE_RETENTION_DAYS (0 keeps them).
+    Idempotent: a second run finds nothing left to delete."""
+    from memory.services.exposure import prune_exposures as prune
+
+    return {"deleted": prune()}
+
+
+@shared_task(bind=True, acks_late=True)
+def deliver_webhook(self: Any, delivery_id: int) -> str:
+    """One attempt at a webhook delivery (memory.services.webhooks). A failed attempt with
+    attempts left is queued again with its backoff as countdown — with a broker only: inline
+    (eager) it is just recorded as due, and the sweep sends it, so no request waits on it."""
+    from django.conf import settings
+
+    from memory.services.webhooks import attempt_delivery
+
+    result = attempt_delivery(delivery_id=delivery_id)
+    eager = bool(self.app.conf.task_always_eager)
+    visibility = settings.CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"]
+    # Past the broker's visibility timeout an ETA task would be redelivered early: leave those to the sweep.
+    if result.state == "retry" and result.retry_in is not None and not eager and result.retry_in < visibility:
+        deliver_webhook.apply_async((delivery_id,), countdown=result.retry_in)
+    return result.state
+
+
+@shared_task(bind=True, acks_late=True)
+def deliver_due_webhooks(self: Any) -> int:
+    """The sweep (every minute under beat; each tick of the embedded scheduler): queue an attempt
+    for each pending delivery that is due — retries recorded in the inline mode, and deliveries
+    whose task was lost (broker down at commit, crashed worker). With a broker only the overdue
+    ones (a minute past due) are queued, so a queued retry is not doubled; a double is harmless
+    anyway (the attempt claims its row)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memory.services.webhooks import due
+
+    grace = 0 if self.app.conf.task_always_eager else 60
+    ids = due(timezone.now() - timedelta(seconds=grace))
+    for pk in ids:
+        deliver_webhook.delay(pk)
+    return len(ids)

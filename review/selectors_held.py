@@ -43,20 +43,23 @@ def waiting_label(candidate: Candidate, gates: Scorecard) -> str:
 
 
 def waiting_candidates(
-    workspaces: Any, domain_ids: set[int], *, since: datetime | None = None, limit: int = 200
+    workspaces: Any, domain_ids: set[int] | None, *, since: datetime | None = None, limit: int = 200
 ) -> list[Candidate]:
     """Open candidates of these domains that need a person or a replay, newest first, each with
     `gates`, `waiting_on` and `waiting_label` set. Candidates requiring human review are always
     listed (approved ones too, until promoted or denied); others while a gate a person or a replay
-    can satisfy still blocks them. A bounded number of queries per `limit` rows."""
+    can satisfy still blocks them. `domain_ids` None: every domain of the workspaces. A bounded
+    number of queries per `limit` rows."""
     candidates = (
         Candidate.objects.open()
-        .filter(workspace__in=workspaces, domain_id__in=domain_ids)
+        .filter(workspace__in=workspaces)
         .exclude(promotion_status__in=[PromotionStatus.BLOCKED, PromotionStatus.HARNESS_FIX])
         .select_related("workspace", "domain__repo", "human_approved_by", "submitted_by_agent")
         .prefetch_related(Prefetch("replays", queryset=Replay.objects.select_related("recorded_by_agent")))
         .order_by("-created_at", "-id")
     )
+    if domain_ids is not None:
+        candidates = candidates.filter(domain_id__in=domain_ids)
     if since:
         candidates = candidates.filter(created_at__lt=since)
     found: list[Candidate] = []

@@ -159,16 +159,39 @@ def queue(user: Any, params: dict[str, str], *, limit: int = 200) -> tuple[list[
     return entries, counts
 
 
-def possible_conflicts(workspaces: Any, domain_ids: set[int]) -> QuerySet[Conflict]:
-    """Possible conflicts (the classifier was unsure) in these domains, both facts still live: a
-    pair whose fact was superseded or retired meanwhile has nothing left to decide."""
+def possible_conflicts(workspaces: Any, domain_ids: set[int] | None) -> QuerySet[Conflict]:
+    """Possible conflicts (the classifier was unsure) in these domains (None: all of the
+    workspaces'), both facts still live: a pair whose fact was superseded or retired meanwhile has
+    nothing left to decide."""
     live = Q(superseded_by__isnull=True, status__in=[FactStatus.ACTIVE, FactStatus.CHALLENGED])
+    scope = Q(workspace__in=workspaces) & (Q() if domain_ids is None else Q(domain_id__in=domain_ids))
     return (
-        Conflict.objects.filter(workspace__in=workspaces, domain_id__in=domain_ids, status=Conflict.Status.OPEN)
+        Conflict.objects.filter(scope, status=Conflict.Status.OPEN)
         .filter(existing__in=Fact.objects.filter(live), proposed__in=Fact.objects.filter(live))
         .select_related("workspace", "domain__repo", "existing", "proposed__created_by_agent")
         .defer(*(f"{side}__{field}" for side in ("existing", "proposed") for field in ("embedding", "search_vector")))
     )
+
+
+# Candidates read at most by the metrics' gauge per scrape; beyond, the gauge shows this many.
+QUEUE_SIZE_MAX_CANDIDATES = 10_000
+
+
+def queue_sizes() -> dict[str, int]:
+    """How many items of each kind wait for a person, across every workspace and domain — what
+    queue() lists to the people who may decide them, uncapped. For the metrics' gauge, so cheap:
+    a COUNT per kind, and the open candidates with their replays read once to apply their gates."""
+    workspaces = Workspace.objects.all()
+    return {
+        "remember": RememberReview.objects.filter(status="pending").count(),
+        "candidate": len(waiting_candidates(workspaces, None, limit=QUEUE_SIZE_MAX_CANDIDATES)),
+        # The same filters as queue()'s conflicts and challenged facts.
+        "conflict": Conflict.objects.filter(
+            reviewed_at__isnull=True, loser__veracity="human_stated", winner__isnull=False
+        ).count(),
+        "possible": possible_conflicts(workspaces, None).count(),
+        "challenged": Fact.objects.filter(status="challenged", superseded_by__isnull=True).count(),
+    }
 
 
 def decided_possible_conflict(user: Any, pk: int) -> Conflict | None:

@@ -36,6 +36,7 @@ from memory.actors import Actor
 from memory.audit import record_event
 from memory.embeddings import embed_texts, fact_text
 from memory.errors import InsufficientPermission, InvalidInput, StateConflict
+from memory.metrics import observe_review_latency
 from memory.models import Agent, Fact, MemoryDomain, MemoryType, Repo, ValidatedBy, Veracity, Workspace
 from memory.services.conflicts import lock_topics
 from memory.services.facts import FactInput, create_episode, embed_live_without_vectors, propose_fact_locked
@@ -599,6 +600,7 @@ def _approve_locked(
 
 
 def _resolve(review: RememberReview, status: str, by: Actor, now: Any) -> None:
+    observe_review_latency("remember", review.created_at, now)
     review.status = status
     review.resolved_at = now
     review.resolved_by = by.user

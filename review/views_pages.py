@@ -18,6 +18,7 @@ from django.views.decorators.http import require_POST
 from memory.actors import Actor
 from memory.errors import EngramError
 from memory.models import POLICY_BUDGET_MAX, FactStatus, GrantLevel, MemoryType, Policy, Veracity, Workspace
+from memory.selectors_exposure import fact_trail
 from memory.services.facts import supersede_fact
 from memory.services.lifecycle import archive_fact
 from memory.services.policies import activate_policy, deactivate_policy, set_policy_budget, supersede_policy
@@ -120,6 +121,9 @@ def fact_detail(request: HttpRequest, slug: str, fact_id: int) -> HttpResponse:
     fact = context["fact"]
     # Why it is out of recall (the queue detail's block): stale, a failed replay, a lost conflict.
     context["challenge"] = challenge_of(fact) if fact.status == FactStatus.CHALLENGED else None
+    # Where it went, and who received it since it stopped being believed (issue 21): shown only
+    # here, behind fact_page's access check (the fact's domain is one the person may review).
+    context["trail"] = fact_trail(fact, context["history"])
     return render(request, "review/fact.html", context)
 
 

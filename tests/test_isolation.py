@@ -62,6 +62,17 @@ ROUTES: dict[str, tuple[tuple[str, ...], str | None, dict[str, Any] | None]] = {
     "runs/<int:run_id>/bank/items/<str:item_id>/": (("delete",), "run", None),
     "runs/<int:run_id>/interventions/": (("post",), "run", {"step": 1, "reminder": None}),
     "runs/<int:run_id>/finish/": (("post",), "run", {"offer_candidates": False}),
+    # People only (issue 21): every agent is refused 403 erasure_forbidden before any lookup.
+    "admin/erasures/preview/": (
+        ("post",),
+        None,
+        {"workspace": "acme", "selection": {"kind": "search", "query": MARKER}},
+    ),
+    "admin/erasures/": (
+        ("post",),
+        None,
+        {"workspace": "acme", "selection": {"kind": "search", "query": "vault"}, "reason": "r"},
+    ),
 }
 # Objects of the domain a `none` role cannot see; reviews and runs belong to their agent instead.
 DOMAIN_KINDS = {"fact", "policy", "candidate"}

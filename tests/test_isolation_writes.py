@@ -109,6 +109,9 @@ WRITES: dict[tuple[str, str], tuple[Any, ...]] = {
     ("runs/<int:run_id>/bank/items/<str:item_id>/", "delete"): ("no_domain", "the run's bank"),
     ("runs/<int:run_id>/interventions/", "post"): ("no_domain", "the run's log"),
     ("runs/<int:run_id>/finish/", "post"): ("domain", {"offer_candidates": True, "domain": "{D}"}),
+    # People only (issue 21): agents are refused 403 whatever they name (tests/memory/test_erasure_api.py).
+    ("admin/erasures/preview/", "post"): ("no_domain", "people only: every agent key is refused"),
+    ("admin/erasures/", "post"): ("no_domain", "people only: every agent key is refused"),
 }
 WRITE_METHODS = ("post", "put", "patch", "delete")
 

@@ -1,7 +1,15 @@
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from agents.api import views, views_candidates, views_decisions, views_policies, views_reviews, views_runs
+from agents.api import (
+    views,
+    views_candidates,
+    views_decisions,
+    views_erasures,
+    views_policies,
+    views_reviews,
+    views_runs,
+)
 from agents.api.errors import json_404
 
 urlpatterns = [
@@ -55,6 +63,9 @@ urlpatterns = [
     path("runs/<int:run_id>/bank/items/<str:item_id>/", views_runs.RunItemView.as_view(), name="api-run-bank-item"),
     path("runs/<int:run_id>/interventions/", views_runs.RunInterventionView.as_view(), name="api-run-interventions"),
     path("runs/<int:run_id>/finish/", views_runs.RunFinishView.as_view(), name="api-run-finish"),
+    # People only (issue 21): workspace admins, signed in; never an agent tool.
+    path("admin/erasures/preview/", views_erasures.ErasurePreviewView.as_view(), name="api-admin-erasure-preview"),
+    path("admin/erasures/", views_erasures.ErasureView.as_view(), name="api-admin-erasures"),
     # Unknown API paths answer in the API's error format, in DEBUG too.
     re_path(r"^.*$", json_404),
 ]

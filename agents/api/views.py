@@ -16,6 +16,7 @@ from agents import operations
 from agents.api.pagination import page_parameters
 from agents.api.throttling import AgentRateThrottle
 from agents.operations import serializers as s
+from agents.operations.serializers_as_of import FactDetailQuery
 from memory.models import Agent
 
 ERRORS = {400: s.ErrorSerializer, 401: s.ErrorSerializer, 404: s.ErrorSerializer}
@@ -92,11 +93,14 @@ class FactBatchView(APIView):
 
 
 class FactDetailView(APIView):
-    @extend_schema(responses={200: s.FactDetailOut, **ERRORS}, operation_id="facts_retrieve")
+    @extend_schema(
+        parameters=[FactDetailQuery], responses={200: s.FactDetailOut, **ERRORS}, operation_id="facts_retrieve"
+    )
     def get(self, request: Request, fact_id: int) -> Response:
         """One fact with its whole supersession chain, its conflicts (possible ones included) and what
-        was said each time it was stated again (`mentions`, newest first, at most 50 of `mentions_total`)."""
-        return answer(operations.get_fact(agent_of(request), fact_id))
+        was said each time it was stated again (`mentions`, newest first, at most 50 of `mentions_total`).
+        `?as_of=` shows all of it as it was at that moment."""
+        return answer(operations.get_fact(agent_of(request), fact_id, request.query_params))
 
 
 class FactSupersedeView(APIView):

@@ -21,6 +21,7 @@ from rest_framework.request import Request
 
 from agents import runs as run_services
 from agents.operations import serializers as s
+from agents.operations import serializers_as_of as sa
 from agents.operations import serializers_candidates as sc
 from agents.operations import serializers_runs as sr
 from agents.operations.errors import exception_handler
@@ -93,7 +94,9 @@ def me(agent: Agent, raw: Any = None) -> Result:
 # --- Recall ------------------------------------------------------------------------------------
 def get_preamble(agent: Agent, raw: Any) -> Result:
     data = validated(s.PreambleIn, raw)
-    preamble = build_preamble(agent=agent, task=data["task"], repo=data.get("repo"))
+    preamble = build_preamble(
+        agent=agent, task=data["task"], repo=data.get("repo"), as_of=data.get("as_of"), valid_at=data.get("valid_at")
+    )
     return Result(http.HTTP_200_OK, dict(s.PreambleOut(preamble).data))
 
 
@@ -108,6 +111,8 @@ def search(agent: Agent, raw: Any) -> Result:
         domain_id=domain.pk if domain else None,
         limit=data["limit"],
         session_key=data.get("session_key") or None,
+        as_of=data.get("as_of"),
+        valid_at=data.get("valid_at"),
     )
     return Result(http.HTTP_200_OK, dict(s.SearchOut(result).data))
 
@@ -124,14 +129,27 @@ def list_facts(
     return Result(http.HTTP_200_OK, page.body(s.FactOut(page.items, many=True).data))
 
 
-def get_fact(agent: Agent, fact_id: int) -> Result:
+def get_fact(agent: Agent, fact_id: int, raw: Any = None) -> Result:
     """GET facts/{id}/: one fact with its supersession chain, conflicts and mentions; 404 when the
-    agent may not see it."""
-    fact = selectors.fact_for_agent(agent, fact_id)
-    history = selectors.fact_history(fact)
-    conflicts = list(selectors.conflicts_of([f.pk for f in history]))
-    mentions, mentions_total = selectors.mentions_of(fact)
-    context = {"history": history, "conflicts": conflicts, "mentions": mentions, "mentions_total": mentions_total}
+    agent may not see it. With `as_of`, all of it as it was then (404 if recorded later)."""
+    as_of = validated(sa.FactDetailQuery, raw if raw is not None else {}).get("as_of")
+    if as_of is None:
+        fact = selectors.fact_for_agent(agent, fact_id)
+        history = selectors.fact_history(fact)
+        conflicts = list(selectors.conflicts_of([f.pk for f in history]))
+    else:
+        fact = selectors.fact_as_of(agent, fact_id, as_of)
+        history = selectors.facts_as_they_were(selectors.fact_history(fact), as_of)
+        conflicts = selectors.conflicts_as_of(list(selectors.conflicts_of([f.pk for f in history])), as_of)
+    mentions, mentions_total = selectors.mentions_of(fact, as_of=as_of)
+    context: dict[str, Any] = {
+        "history": history,
+        "conflicts": conflicts,
+        "mentions": mentions,
+        "mentions_total": mentions_total,
+    }
+    if as_of is not None:
+        context.update(as_of=as_of, challenge=selectors.challenge_as_of(fact, as_of))
     return Result(http.HTTP_200_OK, dict(s.FactDetailOut(fact, context=context).data))
 
 

@@ -10,6 +10,7 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field, inline_serializer
 from rest_framework import serializers
 
+from agents.operations.serializers_as_of import AS_OF_HELP, VALID_AT_HELP, MomentField
 from memory.models import Conflict, FactMention, FactStatus, Job, MemoryType, Veracity
 from memory.search.hybrid import MODES
 from memory.services.facts import PROPOSAL_OUTCOMES, SESSION_KEY_MAX
@@ -302,7 +303,9 @@ class FactMentionOut(serializers.Serializer):
 
 
 class FactChallengeOut(serializers.Serializer):
-    reason = serializers.CharField(help_text="stale, failed_replay, conflict or review")
+    reason = serializers.CharField(
+        help_text="stale, failed_replay, conflict, review or erasure (the fact that replaced it was erased)"
+    )
     detail = serializers.CharField(help_text='in words, e.g. "not validated or mentioned for 365 days (…)"')
     at = serializers.DateTimeField(help_text="when it was challenged")
     by = serializers.CharField(help_text="who challenged it, e.g. system:detect_stale or a reviewer")
@@ -319,6 +322,9 @@ class FactDetailOut(FactOut):
         help_text="what was said each time this fact was stated again, newest first (at most 50)"
     )
     mentions_total = serializers.SerializerMethodField(help_text="how many mention records there are in all")
+    as_of = serializers.SerializerMethodField(
+        help_text="the `as_of` asked for (all of the above as of then); null: now"
+    )
 
     @extend_schema_field(FactMentionOut(many=True))
     def get_mentions(self, fact: Any) -> list[dict[str, Any]]:
@@ -326,6 +332,11 @@ class FactDetailOut(FactOut):
 
     def get_mentions_total(self, fact: Any) -> int:
         return int(self.context["mentions_total"])
+
+    @extend_schema_field(serializers.DateTimeField(allow_null=True))
+    def get_as_of(self, fact: Any) -> str | None:
+        as_of = self.context.get("as_of")
+        return serializers.DateTimeField().to_representation(as_of) if as_of is not None else None
 
     @extend_schema_field(FactChallengeOut(allow_null=True))
     def get_challenge(self, fact: Any) -> dict[str, Any] | None:
@@ -599,6 +610,8 @@ class NotesOut(serializers.Serializer):
 class PreambleIn(serializers.Serializer):
     task = serializers.CharField(max_length=20_000, allow_blank=True)
     repo = serializers.SlugField(max_length=100, required=False, allow_null=True)
+    as_of = MomentField(help_text=AS_OF_HELP)
+    valid_at = MomentField(help_text=VALID_AT_HELP)
 
 
 class RecalledFactOut(serializers.Serializer):
@@ -620,6 +633,8 @@ class PreambleOut(serializers.Serializer):
     working_memory = serializers.CharField(allow_blank=True)
     facts = RecalledFactOut(many=True)
     episode_id = serializers.IntegerField()
+    as_of = serializers.DateTimeField(allow_null=True, help_text="the `as_of` asked for; null: now")
+    valid_at = serializers.DateTimeField(allow_null=True, help_text="the `valid_at` asked for; null: none")
 
 
 class SearchIn(serializers.Serializer):
@@ -632,6 +647,8 @@ class SearchIn(serializers.Serializer):
         allow_null=True,
         help_text="only facts written under this session key (exact match; the facts' `session_key`), in every mode",
     )
+    as_of = MomentField(help_text=AS_OF_HELP)
+    valid_at = MomentField(help_text=VALID_AT_HELP)
 
 
 class VoicesOut(serializers.Serializer):
@@ -663,3 +680,5 @@ class SearchOut(serializers.Serializer):
     intent = serializers.CharField()
     results = SearchHitOut(many=True, source="hits")
     episode_id = serializers.IntegerField(allow_null=True)
+    as_of = serializers.DateTimeField(allow_null=True, help_text="the `as_of` asked for; null: now")
+    valid_at = serializers.DateTimeField(allow_null=True, help_text="the `valid_at` asked for; null: none")

@@ -4,7 +4,7 @@ Importing the package registers every admin (Django's autodiscover imports `memo
 shared mixins and helpers live in `base` and are re-exported here for the other apps' admins.
 """
 
-from memory.admin import agent_memory, audit, candidates, facts, tenancy, users
+from memory.admin import agent_memory, audit, candidates, exposure, facts, tenancy, users, webhooks
 from memory.admin.agent_memory import (
     EpisodeAdmin,
     EpisodeFactAdmin,
@@ -91,9 +91,11 @@ __all__ = [
     "count_column",
     "count_related",
     "excerpt",
+    "exposure",
     "facts",
     "gate_badge",
     "scorecard_table",
     "tenancy",
     "users",
+    "webhooks",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import admin, messages
@@ -12,8 +13,10 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.http import HttpResponse, HttpResponseRedirect
+from django.urls import reverse
 from django.utils.html import format_html_join
 
+from memory import access
 from memory.actors import Actor
 from memory.admin.base import (
     EMPTY,
@@ -119,7 +122,7 @@ class FactAdmin(WorkspaceScopedAdmin):
     date_hierarchy = "created_at"
     show_full_result_count = False  # a second COUNT over every fact costs more than it tells
     raw_id_fields = ("domain", "superseded_by", "created_by_agent", "created_by_user", "source_observations")
-    actions = ("archive_selected",)
+    actions = ("archive_selected", "erase_selected")
     fieldsets = (
         (None, {"fields": ("workspace", "domain", "topic", "content", "memory_type", "veracity", "confidence")}),
         (
@@ -248,6 +251,23 @@ class FactAdmin(WorkspaceScopedAdmin):
         self.message_user(request, f"Archived {archived} fact(s).", messages.SUCCESS)
         if skipped:
             self.message_user(request, f"{skipped} fact(s) were already archived.", messages.INFO)
+
+    @admin.action(description="Erase selected facts for good… (preview first)", permissions=["change"])
+    def erase_selected(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse | None:
+        """Leads to the erasure page's preview of these facts (issue 21); nothing is erased here.
+        Only a workspace admin of their (single) workspace gets there."""
+        rows = list(queryset.order_by("pk").values_list("pk", "workspace__slug", "workspace_id"))
+        workspaces = {(slug, ws_id) for _, slug, ws_id in rows}
+        if len(workspaces) != 1:
+            self.message_user(request, "Erase facts of one workspace at a time.", messages.ERROR)
+            return None
+        [(slug, ws_id)] = workspaces
+        if not access.is_workspace_admin(request.user, ws_id):
+            self.message_user(request, "Only a workspace admin may erase.", messages.ERROR)
+            return None
+        ids = ",".join(str(pk) for pk, _, _ in rows)
+        # The page lives in the review app (above memory): reached by its URL name, not imported.
+        return HttpResponseRedirect(f"{reverse('review:erase', args=[slug])}?{urlencode({'kind': 'ids', 'ids': ids})}")
 
 
 # --- Policies, conflicts, agents' private memory (SPEC §4) ---------------------------------

@@ -14,6 +14,7 @@ from guardian.admin import GuardedModelAdminMixin
 from memory import access
 from memory.actors import Actor
 from memory.admin.base import DomainFilter, WorkspaceScopedAdmin, adopt_saved, count_column, count_related
+from memory.admin.portability import download_export
 from memory.audit import record_event
 from memory.models import AccessGrant, MemoryDomain, Repo, Role, Workspace, WorkspaceMembership
 from memory.services.policies import set_policy_budget
@@ -46,6 +47,7 @@ class WorkspaceAdmin(WorkspaceScopedAdmin):
     search_fields = ("slug", "name")
     ordering = ("slug",)
     readonly_fields = ("created_at",)
+    actions = [download_export]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         return (

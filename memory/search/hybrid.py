@@ -24,6 +24,7 @@ from memory.embeddings import embed_text
 from memory.models import Fact
 from memory.recalls import open_episode, record_recall
 from memory.search import voices
+from memory.search.as_of import mentioned_then
 from memory.search.intent import WEIGHTS, classify
 
 if TYPE_CHECKING:
@@ -54,6 +55,8 @@ class SearchResult:
     intent: str
     hits: list[Hit]
     episode_id: int | None
+    as_of: datetime | None = None
+    valid_at: datetime | None = None
 
 
 def _ranks(ranked: Sequence[tuple[int, float]]) -> dict[int, int]:
@@ -73,11 +76,17 @@ class Candidate:
     score: float = 0.0
 
 
-def _candidates(ids: Sequence[int]) -> dict[int, Candidate]:
+def _candidates(ids: Sequence[int], as_of: datetime | None = None) -> dict[int, Candidate]:
+    """With `as_of`, each candidate's last mention is the last one recorded by then."""
     rows = Fact.objects.filter(pk__in=list(ids)).values_list(
-        "pk", "memory_type", "last_mentioned_at", "confidence", "domain__repo__slug"
+        "pk", "memory_type", "last_mentioned_at", "confidence", "domain__repo__slug", "created_at"
     )
-    return {row[0]: Candidate(*row) for row in rows}
+    candidates = {row[0]: Candidate(*row[:5]) for row in rows}
+    if as_of is not None:
+        then = mentioned_then([(row[0], row[2], row[5]) for row in rows], as_of)
+        for pk, candidate in candidates.items():
+            candidate.last_mentioned_at = then[pk]
+    return candidates
 
 
 def _repo_boost(candidate: Candidate, repo: str | None) -> float:
@@ -87,10 +96,11 @@ def _repo_boost(candidate: Candidate, repo: str | None) -> float:
     return 1.0
 
 
-def _adjust(candidate: Candidate, score: float, repo: str | None) -> float:
-    """Scale by decay × confidence (softened by a floor so relevance still leads), boost the repo."""
+def _adjust(candidate: Candidate, score: float, repo: str | None, as_of: datetime | None = None) -> float:
+    """Scale by decay (at `as_of`, default now) × confidence (softened by a floor so relevance
+    still leads), boost the repo."""
     floor = settings.ENGRAM_DECAY_FLOOR
-    weight = decay.weight_at(candidate.memory_type, candidate.last_mentioned_at) * candidate.confidence
+    weight = decay.weight_at(candidate.memory_type, candidate.last_mentioned_at, as_of) * candidate.confidence
     return score * (floor + (1.0 - floor) * weight) * _repo_boost(candidate, repo)
 
 
@@ -182,10 +192,15 @@ def search_memory(
     limit: int = 10,
     record: bool = True,
     session_key: str | None = None,
+    as_of: datetime | None = None,
+    valid_at: datetime | None = None,
 ) -> SearchResult:
     """Search the agent's visible, recallable facts (with `session_key`, only those written under
-    that session key, in every voice). Returned facts count as recalled."""
-    scope = voices.Scope(agent=agent, domain_id=domain_id, session_key=session_key or None)
+    that session key, in every voice); with `as_of` / `valid_at`, those believed then and true then
+    (memory.search.as_of), decay measured at as_of. Returned facts count as recalled (today)."""
+    scope = voices.Scope(
+        agent=agent, domain_id=domain_id, session_key=session_key or None, as_of=as_of, valid_at=valid_at
+    )
     intent = classify(query)
     lists: dict[str, list[tuple[int, float]]] = {}
     lists["lexical"] = voices.lexical(
@@ -215,7 +230,7 @@ def search_memory(
     # already carry decay, so without a repo to boost the first `limit` are the answer.
     head = limit if mode == "keyword" and not repo else max(limit * 3, 20)
     ordered = sorted(fused, key=lambda pk: -fused[pk])[:head]
-    candidates = _candidates(ordered)
+    candidates = _candidates(ordered, as_of)
     ranked: list[Candidate] = []
     for pk in ordered:
         candidate = candidates.get(pk)
@@ -225,7 +240,7 @@ def search_memory(
         if mode == "keyword":
             candidate.score = fused[pk] * _repo_boost(candidate, repo)
         else:
-            candidate.score = _adjust(candidate, fused[pk], repo)
+            candidate.score = _adjust(candidate, fused[pk], repo, as_of)
         ranked.append(candidate)
     ranked.sort(key=lambda c: -c.score)
     ranked = _mmr(ranked, limit) if mode == "hybrid" else ranked[:limit]
@@ -239,5 +254,7 @@ def search_memory(
     episode_id = None
     if record and hits:
         episode_id = open_episode(agent=agent, kind="search", title=query)
-        record_recall(episode_id, [h.fact.pk for h in hits])
-    return SearchResult(mode=mode, intent=intent.value, hits=hits, episode_id=episode_id)
+        record_recall(episode_id, [h.fact.pk for h in hits], agent=agent, served_as="search")
+    return SearchResult(
+        mode=mode, intent=intent.value, hits=hits, episode_id=episode_id, as_of=as_of, valid_at=valid_at
+    )

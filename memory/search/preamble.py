@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -26,6 +27,7 @@ from django.db.models.functions import Cast
 from memory import embeddings
 from memory.models import Fact, Policy
 from memory.recalls import open_episode, record_recall
+from memory.search import as_of as as_of_recall
 from memory.search import voices
 from memory.selectors_notes import notes_for
 from memory.services.policies import policy_line
@@ -50,6 +52,8 @@ class Preamble:
     fact_lines: list[str]
     episode_id: int
     restating: dict[int, str] = field(default_factory=dict)  # fact id → the policy rule it restates
+    as_of: datetime | None = None
+    valid_at: datetime | None = None
 
 
 def scope_note(fact: Fact) -> str:
@@ -144,13 +148,21 @@ class PolicyRestatements:
 
 
 def select_facts(
-    agent: Agent, task: str, repo: str | None, policies: PolicyRestatements | None = None
+    agent: Agent,
+    task: str,
+    repo: str | None,
+    policies: PolicyRestatements | None = None,
+    *,
+    as_of: datetime | None = None,
+    valid_at: datetime | None = None,
 ) -> list[tuple[Fact, str]]:
     """Keyword-matched facts, the repo's first, at most MAX_FACTS within FACT_BUDGET_CHARS; a fact
-    restating one of `policies` is skipped (recorded in `policies.skipped`)."""
+    restating one of `policies` is skipped (recorded in `policies.skipped`). With `as_of` /
+    `valid_at`, among the facts believed then and true then (memory.search.as_of)."""
     if len(task.strip()) < MIN_TASK_CHARS:
         return []
-    ranked = voices.lexical(voices.Scope(agent=agent), task, limit=CANDIDATES, prefer_repo=repo)
+    scope = voices.Scope(agent=agent, as_of=as_of, valid_at=valid_at)
+    ranked = voices.lexical(scope, task, limit=CANDIDATES, prefer_repo=repo)
     if not ranked:
         return []
     facts = Fact.objects.select_related("domain__repo").defer("embedding", "search_vector")
@@ -180,19 +192,33 @@ def select_facts(
     return chosen
 
 
-def build_preamble(*, agent: Agent, task: str, repo: str | None = None) -> Preamble:
-    """Assemble the preamble, record its dispatch episode and count the facts as recalled."""
-    active = list(
-        Policy.objects.visible_to(agent)
-        .active()
-        .select_related("domain__repo", "required_role")
-        .order_by("domain__name", "created_at", "pk")
-    )
+def build_preamble(
+    *,
+    agent: Agent,
+    task: str,
+    repo: str | None = None,
+    as_of: datetime | None = None,
+    valid_at: datetime | None = None,
+) -> Preamble:
+    """Assemble the preamble, record its dispatch episode and count the facts as recalled.
+    With `as_of`, the policies active then and the facts believed then (and with `valid_at`, true
+    then) — memory.search.as_of; the working memory is today's, the recall is counted today."""
+    if as_of is None:
+        active = list(
+            Policy.objects.visible_to(agent)
+            .active()
+            .select_related("domain__repo", "required_role")
+            .order_by("domain__name", "created_at", "pk")
+        )
+    else:
+        active = as_of_recall.policies_then(agent, as_of)
     policies = [policy_line(p) for p in active]
     memory = working_memory_text(agent)
     restatements = PolicyRestatements([p.rule for p in active])
-    chosen = select_facts(agent, task, repo, restatements)
+    chosen = select_facts(agent, task, repo, restatements, as_of=as_of, valid_at=valid_at)
     sections = []
+    if header := as_of_recall.header(as_of, valid_at):
+        sections.append(header)
     if policies:
         sections.append("Policies (always apply):\n" + "\n".join(policies))
     if memory.strip():
@@ -201,7 +227,9 @@ def build_preamble(*, agent: Agent, task: str, repo: str | None = None) -> Pream
         sections.append("Possibly relevant facts:\n" + "\n".join(line for _, line in chosen))
     sections.append(CLOSING_LINE)
     episode_id = open_episode(agent=agent, kind="dispatch", title=task)
-    record_recall(episode_id, [f.pk for f, _ in chosen])
+    record_recall(
+        episode_id, [f.pk for f, _ in chosen], agent=agent, served_as="preamble", policy_ids=[p.pk for p in active]
+    )
     return Preamble(
         text="\n\n".join(sections),
         policies=policies,
@@ -210,4 +238,6 @@ def build_preamble(*, agent: Agent, task: str, repo: str | None = None) -> Pream
         fact_lines=[line for _, line in chosen],
         episode_id=episode_id,
         restating=restatements.skipped,
+        as_of=as_of,
+        valid_at=valid_at,
     )

@@ -10,7 +10,8 @@ import math
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from django.db import connection, transaction
@@ -18,6 +19,7 @@ from django.db.models import QuerySet
 
 from memory import decay
 from memory.models import Fact
+from memory.search.as_of import mentioned_then_sql
 
 if TYPE_CHECKING:
     from memory.models import Agent
@@ -94,9 +96,16 @@ class Scope:
     domain_id: int | None = None
     # Only facts written under this session key (Fact.session_key), when given.
     session_key: str | None = None
+    # As-of recall (memory.search.as_of): believed at `as_of`, true at `valid_at`; None = now.
+    as_of: datetime | None = None
+    valid_at: datetime | None = None
+
+    @property
+    def current(self) -> bool:
+        return self.as_of is None and self.valid_at is None
 
     def facts(self) -> QuerySet[Fact]:
-        qs = Fact.objects.visible_to(self.agent).recallable()
+        qs = Fact.objects.visible_to(self.agent).recallable_then(as_of=self.as_of, valid_at=self.valid_at)
         if self.session_key:
             qs = qs.filter(session_key=self.session_key)
         return qs.filter(domain_id=self.domain_id) if self.domain_id else qs
@@ -194,35 +203,64 @@ def selecting_terms(weighted: Sequence[tuple[str, float, float]]) -> list[str]:
     return chosen
 
 
-_where_cache: dict[tuple[int, int, int | None, str | None], tuple[str, list[Any]]] = {}
+_where_cache: dict[tuple[int, int, int | None, str | None, bool, bool], tuple[str, list[Any]]] = {}
+# Stand-ins for an as-of scope's moments while its WHERE is compiled (once), swapped for the
+# real ones in the parameters of each call: compiling the as-of queryset cost ~5 ms a voice.
+_AS_OF_MARK = datetime(1900, 1, 1, tzinfo=UTC)
+_VALID_AT_MARK = datetime(1900, 1, 2, tzinfo=UTC)
 
 
 def _scope_where(scope: Scope) -> tuple[str, list[Any]]:
     """The WHERE clause of `scope.facts()` (visibility, recallability, domain) as SQL, so the
     hand-written ranking queries below apply exactly the queryset's rules. It depends only on
     workspace, role, domain and session key (grants are looked up by the SQL itself), so it is
-    compiled once."""
-    key = (scope.agent.workspace_id, scope.agent.role_id, scope.domain_id, scope.session_key)
+    compiled once (an as-of scope's with stand-in moments, replaced in its parameters)."""
+    key = (
+        scope.agent.workspace_id,
+        scope.agent.role_id,
+        scope.domain_id,
+        scope.session_key,
+        scope.as_of is not None,
+        scope.valid_at is not None,
+    )
     cached = _where_cache.get(key)
     if cached is None:
-        qs = scope.facts()
+        marked = scope
+        if not scope.current:
+            marked = replace(
+                scope,
+                as_of=_AS_OF_MARK if scope.as_of is not None else None,
+                valid_at=_VALID_AT_MARK if scope.valid_at is not None else None,
+            )
+        qs = marked.facts()
         where, params = qs.query.get_compiler(using=qs.db).compile(qs.query.where)
         cached = (where, list(params))
         if len(_where_cache) > 10_000:
             _where_cache.clear()
         _where_cache[key] = cached
-    return cached
+    if scope.current:
+        return cached
+    moments = {_AS_OF_MARK: scope.as_of, _VALID_AT_MARK: scope.valid_at}
+    where, params = cached
+    return where, [moments.get(p, p) if isinstance(p, datetime) else p for p in params]
 
 
-def _decay_sql() -> tuple[str, list[Any]]:
+def _decay_sql(as_of: datetime | None = None) -> tuple[str, list[Any]]:
     """exp(-(age/λ)^k) for a row of memory_fact, with λ and k per memory type (a CASE over the
     types, in float8: numeric arithmetic and a per-row subquery cost a third of the ranking).
     The exponent is capped at 700: exp(-745) underflows float8 and PostgreSQL raises "value out
-    of range: underflow" — a 700-day-old commitment (λ 14, k 2) made every search fail."""
+    of range: underflow" — a 700-day-old commitment (λ 14, k 2) made every search fail.
+    With `as_of`, the age is measured at as_of from the last mention recorded by then."""
     curves = decay.parameters()
-    age_days = "greatest(date_part('epoch', now() - memory_fact.last_mentioned_at), 0) / 86400.0"
+    if as_of is None:
+        age_days = "greatest(date_part('epoch', now() - memory_fact.last_mentioned_at), 0) / 86400.0"
+        age_params: list[Any] = []
+    else:
+        mentioned, mentioned_params = mentioned_then_sql(as_of)
+        age_days = f"greatest(date_part('epoch', %s::timestamptz - {mentioned}), 0) / 86400.0"
+        age_params = [as_of, *mentioned_params]
     branches = " ".join([f"WHEN %s THEN exp(-least(power({age_days} / %s::float8, %s::float8), 700.0))"] * len(curves))
-    params: list[Any] = [x for name, c in curves.items() for x in (name, c.scale_days, c.shape)]
+    params: list[Any] = [x for name, c in curves.items() for x in (name, *age_params, c.scale_days, c.shape)]
     sql = f"(CASE memory_fact.memory_type {branches} ELSE 1.0 END)"
     return sql, params
 
@@ -251,7 +289,7 @@ def lexical_sql(
     )
     idf_params: list[Any] = [x for w, idf, _ in weighted for x in (w, idf)]
     where, where_params = _scope_where(scope)
-    decay_sql, decay_params = _decay_sql()
+    decay_sql, decay_params = _decay_sql(scope.as_of)
     order = "score DESC, memory_fact.id DESC"
     repo_params: list[Any] = []
     if prefer_repo:
@@ -324,13 +362,17 @@ def _vector_literal(vector: Sequence[float]) -> str:
 
 def semantic_sql(scope: Scope, vector: Sequence[float], *, limit: int) -> tuple[str, list[Any]]:
     """Nearest facts by cosine distance: ORDER BY embedding <=> query LIMIT k is served by the
-    HNSW index (hnsw.ef_search is 200 for the database, migration 0006)."""
+    HNSW index (hnsw.ef_search is 200 for the database, migration 0006). That index holds only
+    the rows recallable now, and its post-filter could drop most of its candidates for a moment in
+    the past: an `as_of` / `valid_at` scope orders by an expression the index cannot serve, so
+    PostgreSQL scans exactly — slower, but no old fact is missed."""
     where, params = _scope_where(scope)
     literal = _vector_literal(vector)
+    order = "memory_fact.embedding <=> %s::vector" if scope.current else "(memory_fact.embedding <=> %s::vector) + 0"
     sql = (
         "SELECT memory_fact.id, 1 - (memory_fact.embedding <=> %s::vector) FROM memory_fact"  # noqa: S608 -- `where` is the compiled scope queryset; values are bound params
         f" WHERE {where} AND memory_fact.embedding IS NOT NULL"
-        " ORDER BY memory_fact.embedding <=> %s::vector LIMIT %s"
+        f" ORDER BY {order} LIMIT %s"
     )
     return sql, [literal, *params, literal, limit]
 
@@ -355,11 +397,13 @@ def temporal(scope: Scope, pool: Sequence[int], *, limit: int) -> list[tuple[int
     the most recently active facts of the scope."""
     where, params = _scope_where(scope)
     pool_sql, pool_params = (" AND memory_fact.id = ANY(%s)", [list(pool)]) if pool else ("", [])
+    # As of a moment, "recently active" is measured by the mentions recorded by then.
+    mentioned, mentioned_params = mentioned_then_sql(scope.as_of)
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT memory_fact.id, extract(epoch FROM memory_fact.last_mentioned_at) FROM memory_fact"  # noqa: S608 -- `where` is the compiled scope queryset; values are bound params
-            f" WHERE {where}{pool_sql} ORDER BY memory_fact.last_mentioned_at DESC, memory_fact.id DESC LIMIT %s",
-            [*params, *pool_params, limit],
+            f"SELECT memory_fact.id, extract(epoch FROM {mentioned}) FROM memory_fact"  # noqa: S608 -- `where` is the compiled scope queryset; values are bound params
+            f" WHERE {where}{pool_sql} ORDER BY {mentioned} DESC, memory_fact.id DESC LIMIT %s",
+            [*mentioned_params, *params, *pool_params, *mentioned_params, limit],
         )
         return [(pk, float(epoch)) for pk, epoch in cursor.fetchall()]
 
@@ -375,14 +419,16 @@ def graph(
     strength = strengths or {pk: 1.0 / (1 + i) for i, pk in enumerate(seeds)}
     ids = list(strength)
     where, params = _scope_where(scope)
+    # As of a moment, only the edges recorded by then.
+    edges_sql, edges_params = ("", []) if scope.as_of is None else (" AND n.created_at <= %s", [scope.as_of])
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT n.fact_id, max(seed.strength) FROM memory_episodefact s"  # noqa: S608 -- `where` is the compiled scope queryset; values are bound params
             " JOIN unnest(%s::bigint[], %s::float8[]) AS seed(id, strength) ON s.fact_id = seed.id"
             " JOIN memory_episodefact n ON n.episode_id = s.episode_id AND n.relation = 'written'"
-            " JOIN memory_fact ON memory_fact.id = n.fact_id"
+            f"{edges_sql} JOIN memory_fact ON memory_fact.id = n.fact_id"
             f" WHERE s.relation = 'written' AND NOT (n.fact_id = ANY(%s)) AND {where}"
             " GROUP BY n.fact_id ORDER BY 2 DESC, 1 LIMIT %s",
-            [ids, [strength[pk] for pk in ids], ids, *params, limit],
+            [ids, [strength[pk] for pk in ids], *edges_params, ids, *params, limit],
         )
         return [(pk, float(score)) for pk, score in cursor.fetchall()]

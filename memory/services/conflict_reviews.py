@@ -10,6 +10,7 @@ from django.utils import timezone
 from memory.actors import Actor
 from memory.audit import record_event
 from memory.errors import InvalidInput, StateConflict
+from memory.metrics import observe_review_latency
 from memory.models import Conflict, Fact
 from memory.services.facts import supersede_fact
 
@@ -39,6 +40,7 @@ def review_conflict(*, conflict: Conflict, by: Actor, restore_loser: bool, reaso
         )
     conflict.reviewed_at, conflict.reviewed_by = timezone.now(), by.user
     conflict.save(update_fields=["reviewed_at", "reviewed_by"])
+    observe_review_latency("conflict", conflict.detected_at, conflict.reviewed_at)
     record_event(
         actor=by,
         verb="conflict.reviewed",

@@ -34,6 +34,7 @@ from memory.actors import Actor
 from memory.audit import record_event
 from memory.embeddings import cosine
 from memory.errors import InsufficientPermission, InvalidInput, StateConflict
+from memory.metrics import observe_review_latency
 from memory.models import VERACITY_WEIGHT, Conflict, Episode, Fact, FactMention, FactStatus
 from memory.services.lifecycle import ChallengeReason, challenge_fact
 from memory.similarity import Relation, Verdict, classify, normalise
@@ -508,6 +509,7 @@ def decide_conflict(
     conflict.decided_at, conflict.decided_by, conflict.decision_note = now, by.user, note
     # A person's decision is also a review: it does not wait in the queue of conflicts lost by people.
     conflict.reviewed_at, conflict.reviewed_by = now, by.user
+    observe_review_latency("possible", conflict.detected_at, now)
     conflict.save(
         update_fields=[
             "status",

@@ -3,7 +3,7 @@ only if it still has no vector (or its text is unchanged), so a rerun is harmles
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from celery import current_app
 from django.db import transaction
@@ -29,14 +29,18 @@ def embed_missing(
     *,
     limit: int | None = None,
     everything: bool = False,
+    ids: Sequence[int] | None = None,
     batch_size: int = 64,
     progress: Callable[[int], object] | None = None,
 ) -> int:
-    """Embed facts lacking a vector (or all facts with `everything`) in batches; returns the count."""
+    """Embed facts lacking a vector (or all facts with `everything`; only those of `ids` when
+    given) in batches; returns the count."""
     qs = Fact.objects.all() if everything else Fact.objects.needing_embedding()
-    ids = list(qs.order_by("pk").values_list("pk", flat=True)[: limit or None])
+    if ids is not None:
+        qs = qs.filter(pk__in=ids)
+    pks = list(qs.order_by("pk").values_list("pk", flat=True)[: limit or None])
     done = 0
-    for batch in chunks(ids, batch_size):
+    for batch in chunks(pks, batch_size):
         rows = list(Fact.objects.filter(pk__in=batch).values_list("pk", "topic", "content"))
         vectors = embed_texts(
             [fact_text(topic, content) for _, topic, content in rows], batch_size=batch_size, bulk=True

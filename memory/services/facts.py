@@ -24,6 +24,7 @@ from memory.actors import Actor
 from memory.audit import record_event, record_events
 from memory.embeddings import embed_text, embed_texts, fact_text
 from memory.errors import EngramError, FactNotLive, InvalidInput, NotFound, ProtectedFact, VeracityNotAllowed
+from memory.metrics import count_fact_write
 from memory.models import (
     VERACITY_WEIGHT,
     Conflict,
@@ -278,6 +279,7 @@ def _propose_locked(*, domain: MemoryDomain, data: FactInput, by: Actor, vector:
         said = Said(data.content, data.veracity, data.observed_at or now, by.agent, by.user, episode)
         apply_same(fact=match.fact, said=said, by=by, similarity=match.similarity, reason=match.verdict.reason, now=now)
         _link(match.fact, observations, episode)
+        count_fact_write(Outcome.RE_MENTIONED)
         return ProposalResult(
             match.fact,
             Outcome.RE_MENTIONED,
@@ -298,6 +300,7 @@ def _propose_locked(*, domain: MemoryDomain, data: FactInput, by: Actor, vector:
             detail={"domain": domain.label, "topic": data.topic},
         )
     if match is None:
+        count_fact_write(Outcome.CREATED)
         return ProposalResult(new, Outcome.CREATED)
     if match.kind == Relation.SAME:  # on_restatement == "replace": a person's choice
         conflict = apply_replacement(
@@ -314,6 +317,7 @@ def _propose_locked(*, domain: MemoryDomain, data: FactInput, by: Actor, vector:
             new=new, old=match.fact, by=by, similarity=match.similarity, reason=match.verdict.reason, now=now
         )
         outcome = Outcome.CONFLICT_WON if conflict.winner_id == new.pk else Outcome.CONFLICT_LOST
+    count_fact_write(outcome)
     return ProposalResult(
         new,
         outcome,
@@ -576,6 +580,7 @@ def _ingest_batch(
         if not pending:
             return
         Fact.objects.bulk_create(pending)
+        count_fact_write(Outcome.CREATED, len(pending))
         record_events(
             actor=by,
             verb="fact.created",

@@ -22,6 +22,7 @@ from django.utils import timezone
 from memory.actors import Actor
 from memory.audit import record_event, record_events
 from memory.errors import FactNotLive, InvalidInput, StateConflict
+from memory.metrics import observe_review_latency
 from memory.models import DecayProfile, Fact, FactStatus, ValidatedBy
 
 
@@ -77,8 +78,10 @@ class ChallengeReason:
     CONFLICT = "conflict"
     STALE = "stale"
     REVIEW = "review"
+    # The fact that replaced it was erased: it is not silently believed again; a person decides.
+    ERASURE = "erasure"
 
-    ALL = (FAILED_REPLAY, CONFLICT, STALE, REVIEW)
+    ALL = (FAILED_REPLAY, CONFLICT, STALE, REVIEW, ERASURE)
 
 
 def _move(fact: Fact, *, to: str, allowed_from: Iterable[str], by: Actor, verb: str, detail: dict) -> Fact:
@@ -90,10 +93,12 @@ def _move(fact: Fact, *, to: str, allowed_from: Iterable[str], by: Actor, verb: 
             code="invalid_fact_transition",
             fields={"status": [f"{fact.status} → {to} is not a lifecycle transition."]},
         )
-    previous = fact.status
+    previous, challenged_at = fact.status, fact.status_changed_at
     fact.status = to
     fact.status_changed_at = timezone.now()
     fact.save(update_fields=["status", "status_changed_at"])
+    if previous == FactStatus.CHALLENGED and by.user is not None:
+        observe_review_latency("challenged", challenged_at, fact.status_changed_at)
     record_event(
         actor=by, verb=verb, workspace_id=fact.workspace_id, target=fact, detail={"from": previous, "to": to, **detail}
     )
@@ -103,7 +108,7 @@ def _move(fact: Fact, *, to: str, allowed_from: Iterable[str], by: Actor, verb: 
 @transaction.atomic
 def challenge_fact(*, fact: Fact, by: Actor, reason: str, detail: str = "") -> Fact:
     """active → challenged (it leaves recall; reviewers see it). `reason` is failed_replay,
-    conflict, stale or review. Raises StateConflict unless the fact is active."""
+    conflict, stale, review or erasure. Raises StateConflict unless the fact is active."""
     if reason not in ChallengeReason.ALL:
         raise InvalidInput(
             f"A challenge reason is one of {', '.join(ChallengeReason.ALL)}.",
@@ -140,6 +145,8 @@ def revalidate_fact(*, fact: Fact, by: Actor, validated_by: str, note: str = "")
     fact.status, fact.last_validated_at, fact.validated_by = FactStatus.ACTIVE, now, validated_by
     fields = ["status", "last_validated_at", "validated_by"]
     if previous != FactStatus.ACTIVE:
+        if by.user is not None:  # a person decided the challenged fact
+            observe_review_latency("challenged", fact.status_changed_at, now)
         fact.status_changed_at = now
         fields.append("status_changed_at")
     fact.save(update_fields=fields)

@@ -25,6 +25,7 @@ from memory.actors import Actor
 from memory.audit import record_event
 from memory.embeddings import embed_text, fact_text
 from memory.errors import InsufficientPermission, InvalidInput, StateConflict
+from memory.metrics import observe_review_latency
 from memory.models import (
     CANDIDATE_SCHEMA,
     AuditEvent,
@@ -624,6 +625,8 @@ def approve_candidate(*, candidate: Candidate, by: Actor, note: str = "") -> Can
     if candidate.is_decided:
         raise CandidateDecided(candidate)
     now = timezone.now()
+    if candidate.human_approved_at is None:  # approving again is no new decision
+        observe_review_latency("candidate", candidate.created_at, now)
     candidate.human_approved_by, candidate.human_approved_at = by.user, now
     candidate.human_approval_note = note.strip()[:500]
     candidate.save(update_fields=["human_approved_by", "human_approved_at", "human_approval_note"])
@@ -994,6 +997,8 @@ def deny(*, candidate: Candidate, by: Actor, reason: str = "") -> PromotionDecis
         raise CandidateDecided(candidate)
     now = timezone.now()
     gates = compute_gates(candidate)
+    if by.user is not None and candidate.human_approved_at is None:  # a person's no, not a later change of mind
+        observe_review_latency("candidate", candidate.created_at, now)
     candidate.promotion_status = PromotionStatus.DENIED
     candidate.updated_at = now
     candidate.save(update_fields=["promotion_status", "updated_at"])

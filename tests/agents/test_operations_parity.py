@@ -109,8 +109,9 @@ TWINS = {
     "promote_candidate": ("promote_candidate", {"candidate_pk": 6}, ("post", "/api/v1/candidates/6/promote/", {})),
     "deny_candidate": ("deny_candidate", {"candidate_pk": 6}, ("post", "/api/v1/candidates/6/deny/", {})),
 }
-# Routes of the API that are not agent tools: the OpenAPI schema and its browsable docs.
-NOT_TOOLS = {"api-schema", "api-docs"}
+# Routes of the API that are not agent tools: the OpenAPI schema and its browsable docs, and the
+# people-only erasure API (issue 21: signed-in workspace admins; every agent is refused).
+NOT_TOOLS = {"api-schema", "api-docs", "api-admin-erasure-preview", "api-admin-erasures"}
 
 
 def _api_endpoints():

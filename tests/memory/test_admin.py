@@ -4,6 +4,7 @@ and writes with rules (archiving, domains, grants, agent keys) go through the se
 from __future__ import annotations
 
 import re
+import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -30,6 +31,7 @@ from memory.models import (
     DecayProfile,
     Episode,
     EpisodeFact,
+    Exposure,
     Fact,
     FactMention,
     FactStatus,
@@ -45,6 +47,8 @@ from memory.models import (
     Replay,
     Repo,
     Role,
+    WebhookDelivery,
+    WebhookSubscription,
     WorkingMemory,
     Workspace,
     WorkspaceMembership,
@@ -155,6 +159,9 @@ def populate(slug: str, n: int) -> Tenant:
             run=run, kind="knowledge", item_id=f"k{i}", content=f"{slug} knows {i}", candidate=candidate
         )
         Intervention.objects.create(run=run, step=i, reminder=None, rationale="nothing bears on the next step")
+        Exposure.objects.create(  # what the recall buffer writes: ids only
+            workspace=ws, agent=agent, episode=episode, surface="search", fact_id=newer.pk, run_id=run.pk
+        )
         Job.objects.create(
             workspace=ws,
             kind="consolidate",
@@ -167,6 +174,13 @@ def populate(slug: str, n: int) -> Tenant:
         )
     for agent in tenant.agents:
         WorkingMemory.objects.create(agent=agent, notes=f"notes of {agent.name}")
+    for i in range(n):
+        hook = WebhookSubscription.objects.create(
+            workspace=ws, url=f"https://hooks.example.com/{slug}/{i}", events=["fact.superseded"]
+        )
+        WebhookDelivery.objects.create(
+            uuid=uuid.uuid4(), workspace=ws, subscription=hook, event="fact.superseded", event_id=uuid.uuid4()
+        )
     return tenant
 
 

@@ -12,6 +12,8 @@
 - `engram_client.memory_agent`: the reference proactive memory-agent loop (SPEC §9).
 - `engram_client.bank_adapter`: LocalBank, the run calls in-process inside the Engram server.
 - `engram_client.transport`: the one HTTP caller all of them use.
+- `engram_client.webhooks`: WebhookReceiver, a signed-webhook receiver (`reviews.wait(...,
+  receiver=...)` waits through it instead of long-polling).
 
 Every failure is an `EngramError` (status, code, detail, fields, message); `ReviewTimeout`
 derives from it.
@@ -30,6 +32,7 @@ from engram_client.remember import (
 )
 from engram_client.review import ReviewClient, ReviewOutcome, final_answer_note
 from engram_client.transport import Transport
+from engram_client.webhooks import WebhookReceiver
 
 __all__ = [
     "REMEMBER_PROMPT_VERSION",
@@ -44,6 +47,7 @@ __all__ = [
     "ReviewTimeout",
     "Transport",
     "Turn",
+    "WebhookReceiver",
     "final_answer_note",
     "render_remember_prompt",
     "should_remember",

@@ -8,7 +8,8 @@
     final_answer += "\\n\\n" + final_answer_note(outcome)
 
 The HTTP contract is the API's "Remember reviews" endpoints: POST reviews/, GET
-reviews/{id}/?wait=N (long-poll), POST reviews/{id}/consume/.
+reviews/{id}/?wait=N (long-poll), POST reviews/{id}/consume/. Instead of long-polling, a runtime
+can wait for the `review.resolved` webhook: `wait(review_id, receiver=WebhookReceiver(secret))`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from engram_client.errors import EngramError, ReviewTimeout
 from engram_client.transport import Transport
+from engram_client.webhooks import WebhookReceiver
 
 __all__ = ["LONG_POLL_SECONDS", "ReviewClient", "ReviewOutcome", "final_answer_note"]
 
@@ -83,11 +85,26 @@ class ReviewClient:
             return self.transport.send("GET", path)
         return self.transport.send("GET", path, query={"wait": f"{wait:g}"}, timeout=self.transport.timeout + wait)
 
-    def wait(self, review_id: int, *, timeout: float | None = None) -> dict[str, Any]:
+    def wait(
+        self,
+        review_id: int,
+        *,
+        timeout: float | None = None,
+        receiver: WebhookReceiver | None = None,
+        check_every: float = 300.0,
+    ) -> dict[str, Any]:
         """Long-poll until a person resolves the review; the resolved review. Raises
         ReviewTimeout after `timeout` seconds (None: wait as long as it takes — the agent's
         answer is meant to wait for a person). A server holding too many long-polls answers at
-        once with Retry-After: the next poll waits that long (never a tight loop)."""
+        once with Retry-After: the next poll waits that long (never a tight loop).
+
+        With a `receiver` (engram_client.webhooks.WebhookReceiver, subscribed to
+        `review.resolved`), no long-poll is held: it waits for the webhook, then reads the
+        resolution with one GET (the event carries no content). One GET is also made at the
+        start (it may be resolved already) and every `check_every` seconds (a lost delivery
+        does not hang the agent)."""
+        if receiver is not None:
+            return self._wait_for_webhook(review_id, receiver=receiver, timeout=timeout, check_every=check_every)
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             remaining = LONG_POLL_SECONDS if deadline is None else deadline - time.monotonic()
@@ -99,6 +116,21 @@ class ReviewClient:
             if retry_after is not None:
                 pause = min(retry_after, self.transport.max_backoff)
                 self.transport.sleep(pause if deadline is None else max(0.0, min(pause, deadline - time.monotonic())))
+
+    def _wait_for_webhook(
+        self, review_id: int, *, receiver: WebhookReceiver, timeout: float | None, check_every: float
+    ) -> dict[str, Any]:
+        review_id = int(review_id)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        review = self.get(review_id)
+        while review["status"] == "pending":
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                raise ReviewTimeout(review_id, str(review.get("review_url") or ""))
+            pause = max(0.1, check_every if remaining is None else min(check_every, remaining))
+            receiver.wait_for_event("review.resolved", target_id=review_id, timeout=pause)
+            review = self.get(review_id)
+        return review
 
     def consume(self, review_id: int) -> dict[str, Any]:
         """POST reviews/{id}/consume/: approved|rejected → consumed (409 review_pending before).
@@ -120,16 +152,18 @@ class ReviewClient:
         repo: str | None = None,
         timeout: float | None = None,
         on_submitted: Callable[[dict[str, Any]], object] | None = None,
+        receiver: WebhookReceiver | None = None,
     ) -> ReviewOutcome:
         """Submit, wait for a person's decision, consume; the outcome to fold into the answer.
-        `on_submitted` gets the created review (e.g. to show its `review_url` to the user).
+        `on_submitted` gets the created review (e.g. to show its `review_url` to the user);
+        `receiver` waits through webhooks instead of long-polling (see `wait`).
         Raises ReviewTimeout after `timeout` seconds; the review then stays pending."""
         review = self.submit(session_id=session_id, output=output, files=files, repo=repo)
         if on_submitted is not None:
             on_submitted(review)
         review_id = int(review["id"])
         try:
-            resolved = self.wait(review_id, timeout=timeout)
+            resolved = self.wait(review_id, timeout=timeout, receiver=receiver)
         except ReviewTimeout:
             raise ReviewTimeout(review_id, str(review.get("review_url") or "")) from None
         consumed = self.consume(review_id)
