@@ -32,7 +32,7 @@ def _manage(env: dict, *args: str, timeout: int = 300) -> str:
     return result.stdout
 
 
-def _post(url: str, body: dict, key: str) -> tuple[int, dict]:
+def _post(url: str, body: dict, key: str, timeout: float = 20) -> tuple[int, dict]:
     request = urllib.request.Request(  # noqa: S310
         url,
         data=json.dumps(body).encode(),
@@ -40,7 +40,7 @@ def _post(url: str, body: dict, key: str) -> tuple[int, dict]:
         headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
     )
     try:
-        with urllib.request.urlopen(request, timeout=20) as response:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as exc:
         return exc.code, json.loads(exc.read() or b"{}")
@@ -58,6 +58,7 @@ def test_database_stopped_during_writes_answers_503_recovers_and_keeps_every_ack
         "DEBUG": "1",
         "ENGRAM_TESTING": "0",
         "ENGRAM_RECALL_MODE": "background",
+        "ENGRAM_PRELOAD_MODEL": "1",  # both workers load the model at boot, as in production
     }
     env.pop("DATABASE_URL", None)
     _manage(env, "migrate", "-v", "0")
@@ -81,6 +82,18 @@ def test_database_stopped_during_writes_answers_503_recovers_and_keeps_every_ack
     statuses: list[int] = []
     try:
         wait_for(lambda: _post(url, {}, key)[0] == 400, timeout=90, what="the server")
+        # Loading the embedding model takes seconds (more on a busy machine): wait for it with a
+        # couple of writes before the writer starts, so its 20 s timeout measures the outage only.
+        for warm in range(2):
+            body = {
+                "domain": "ops",
+                "topic": f"warm-{warm}",
+                "memory_type": "observation",
+                "content": f"Warm-up {warm}.",
+            }
+            status, answer = _post(url, body, key, timeout=180)
+            assert status == 201, answer
+            acknowledged.append(answer["fact"]["id"])
         stop_writing = threading.Event()
 
         def writer() -> None:
