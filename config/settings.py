@@ -7,6 +7,9 @@ Environment:
   ALLOWED_HOSTS       comma-separated; required in production mode.
   DATABASE_URL        postgres://... with the vector extension; without it Engram runs
                       an embedded PostgreSQL (pgserver) under $ENGRAM_HOME.
+  DATABASE_REPLICA_URLS  postgres://...,postgres://... streaming read replicas of that database
+                      (README "Read replicas"); ENGRAM_REPLICA_PIN_SECONDS, _MAX_LAG_SECONDS and
+                      _CHECK_SECONDS tune them.
   ENGRAM_HOME         data directory of the embedded mode (default .engram/ in the project).
   CELERY_BROKER_URL   redis://...; without it background tasks run inline.
   ENGRAM_EMBED_BACKEND onnx (default) or torch; see memory/embeddings.py.
@@ -116,6 +119,9 @@ MIDDLEWARE = [
     "config.middleware.BodySizeLimitMiddleware",
     "config.middleware.MalformedRequestMiddleware",
     "config.middleware.DatabaseUnavailableMiddleware",
+    # Read replicas: which requests read from one, read-your-writes pins, a second attempt on the
+    # primary when a replica fails mid-request. Around the session and the view; inert without replicas.
+    "config.replicas.ReplicaMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -153,18 +159,18 @@ TEMPLATES = [
 CONN_MAX_AGE = env_int("ENGRAM_CONN_MAX_AGE", 0 if sys.argv[1:2] == ["runserver"] else 60, minimum=0)
 
 
-def _database_from_url(url: str) -> dict[str, Any]:
+def _database_from_url(url: str, variable: str = "DATABASE_URL") -> dict[str, Any]:
     import dj_database_url
 
     try:
         config = dict(dj_database_url.parse(url, conn_max_age=CONN_MAX_AGE, conn_health_checks=True))
     except Exception as exc:
         raise ImproperlyConfigured(
-            f"DATABASE_URL could not be parsed ({exc}). Expected postgres://user:pass@host:5432/db."
+            f"{variable} could not be parsed ({exc}). Expected postgres://user:pass@host:5432/db."
         ) from None
     if config.get("ENGINE") != "django.db.backends.postgresql":
         raise ImproperlyConfigured(
-            "DATABASE_URL must point at PostgreSQL (postgres:// or postgresql://) with the vector extension."
+            f"{variable} must point at PostgreSQL (postgres:// or postgresql://) with the vector extension."
         )
     return config
 
@@ -192,6 +198,36 @@ else:
 DATABASES["default"].setdefault("OPTIONS", {})
 DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", 5)
 DATABASES["default"]["TEST"] = {"NAME": env_str("ENGRAM_TEST_DB_NAME") or "test_engram"}
+
+# Read replicas (README "Read replicas"): streaming standbys of the primary, one URL each,
+# comma-separated, become the aliases replica_1, replica_2, … memory.routing sends recall and
+# page reads to a healthy one (config.replicas decides which requests), every write and
+# everything else to `default`. Tests mirror them onto `default`: the suite runs unchanged.
+DATABASE_REPLICA_URLS = [url.strip() for url in env_str("DATABASE_REPLICA_URLS").split(",") if url.strip()]
+for _number, _url in enumerate(DATABASE_REPLICA_URLS, start=1):
+    _replica = _database_from_url(_url, "DATABASE_REPLICA_URLS")
+    _replica.setdefault("OPTIONS", {})
+    # A replica that does not answer is skipped: never let a connection attempt hold a request long.
+    _replica["OPTIONS"].setdefault("connect_timeout", 2)
+    _replica["TEST"] = {"MIRROR": "default"}
+    DATABASES[f"replica_{_number}"] = _replica
+ENGRAM_DATABASE_REPLICAS = [f"replica_{n}" for n in range(1, len(DATABASE_REPLICA_URLS) + 1)]
+DATABASE_ROUTERS = ["memory.routing.ReplicaRouter"]
+# A replica whose replay lag is above this is skipped until it catches up.
+ENGRAM_REPLICA_MAX_LAG_SECONDS = env_int("ENGRAM_REPLICA_MAX_LAG_SECONDS", 5, minimum=0, maximum=86_400)
+# How often each process checks each replica (reachable, lag), in a background thread.
+ENGRAM_REPLICA_CHECK_SECONDS = env_int("ENGRAM_REPLICA_CHECK_SECONDS", 2, minimum=1, maximum=300)
+# After a caller writes, its reads go to the primary for this long (read-your-writes). A replica
+# serving reads has replayed everything older than MAX_LAG + CHECK seconds, so a pin at least
+# that long means a caller always reads its own writes; 0 turns pinning off.
+ENGRAM_REPLICA_PIN_SECONDS = env_int("ENGRAM_REPLICA_PIN_SECONDS", 10, minimum=0, maximum=3_600)
+if 0 < ENGRAM_REPLICA_PIN_SECONDS < ENGRAM_REPLICA_MAX_LAG_SECONDS + ENGRAM_REPLICA_CHECK_SECONDS:
+    raise ImproperlyConfigured(
+        f"ENGRAM_REPLICA_PIN_SECONDS={ENGRAM_REPLICA_PIN_SECONDS} is shorter than a replica may lag "
+        f"(ENGRAM_REPLICA_MAX_LAG_SECONDS + ENGRAM_REPLICA_CHECK_SECONDS = "
+        f"{ENGRAM_REPLICA_MAX_LAG_SECONDS + ENGRAM_REPLICA_CHECK_SECONDS}): a caller could miss its own "
+        "writes. Raise it, lower the lag bound, or set it to 0 to turn pinning off."
+    )
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -313,6 +349,11 @@ CACHES = {
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     )
 }
+if DATABASE_REPLICA_URLS and not DEBUG and not CACHE_URL.startswith(("redis://", "rediss://")):
+    # Read-your-writes pins live in the cache: each process's own memory would forget them on the next.
+    raise ImproperlyConfigured(
+        "DATABASE_REPLICA_URLS needs a shared cache in production mode: set CACHE_URL to redis://…."
+    )
 
 # --- Engram ------------------------------------------------------------------------------
 # Threads per process for the embedding model: one keeps latency stable under contention.

@@ -1,4 +1,5 @@
-"""/healthz: database, broker and embedding model, each reported on its own."""
+"""/healthz: database, broker and embedding model, each reported on its own; read replicas too,
+which never make it fail (the primary serves what a replica cannot)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
 
-from memory import embeddings
+from memory import embeddings, replicas
 
 
 def check_health() -> dict[str, Any]:
@@ -33,6 +34,8 @@ def check_health() -> dict[str, Any]:
         report["broker"] = {"ok": True, "mode": "inline"}
     report["embedding_model"] = {"ok": True, "name": embeddings.MODEL_NAME, "loaded": embeddings.is_loaded()}
     report["ok"] = all(part["ok"] for part in report.values() if isinstance(part, dict))
+    if replicas.configured():
+        report["replicas"] = [state.report() for state in replicas.monitor.states()]
     return report
 
 
