@@ -11,6 +11,8 @@ from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
 from memory.models import Agent, hash_key
+from memory.routing import recall_write
+from memory.selectors_agents import agent_for_key_hash
 
 # Writing last_used_at on every call would turn each read into a write; once a minute is enough.
 _TOUCH_EVERY_SECONDS = 60
@@ -38,14 +40,15 @@ class AgentKeyAuthentication(BaseAuthentication):
             key = header[1].decode("ascii")
         except UnicodeDecodeError:
             raise exceptions.AuthenticationFailed("The agent key is not valid.", code="invalid_key") from None
-        agent = Agent.objects.select_related("workspace", "role").filter(key_hash=hash_key(key)).first()
+        agent = agent_for_key_hash(hash_key(key))
         if agent is None:
             raise exceptions.AuthenticationFailed("The agent key is not valid.", code="invalid_key")
         if agent.revoked_at is not None:
             raise KeyRevoked()
         now = timezone.now()
         if agent.last_used_at is None or (now - agent.last_used_at).total_seconds() > _TOUCH_EVERY_SECONDS:
-            Agent.objects.filter(pk=agent.pk).update(last_used_at=now)
+            with recall_write():  # noting a key's use is not a write the agent reads back: no pinning
+                Agent.objects.filter(pk=agent.pk).update(last_used_at=now)
         return agent, key
 
     def authenticate_header(self, request: Request) -> str:

@@ -1,12 +1,15 @@
 """`make load`: 50 simulated agents for 60 s of mixed preamble / search / propose traffic against
-gunicorn on loopback, each agent with its own key. Prints p50/p95/p99 per endpoint; exits 1
-on any error.
+gunicorn on loopback, each agent with its own key. Prints p50/p95/p99 and errors per endpoint;
+exits 1 on any error. An agent's proposal names the episode of its latest preamble (`episode_id`),
+as a dispatched agent's write would: that episode is written by the recall buffer moments after
+the preamble answers, possibly by another worker (memory.recalls.await_episode).
 
 Environment: LOAD_AGENTS=50  LOAD_SECONDS=60  LOAD_WORKERS=4  LOAD_FACTS=2000  LOAD_THINK_MS=100
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -75,7 +78,8 @@ def setup() -> list[str]:
     return keys
 
 
-def call(path: str, body: dict, key: str) -> tuple[int, float]:
+def call(path: str, body: dict, key: str, answer: dict | None = None) -> tuple[int, float]:
+    """POST `body`; (status, ms). With `answer`, the JSON answer is stored in it."""
     request = urllib.request.Request(
         f"http://127.0.0.1:{PORT}{path}",
         data=json.dumps(body).encode(),
@@ -85,13 +89,17 @@ def call(path: str, body: dict, key: str) -> tuple[int, float]:
     began = time.perf_counter()
     try:
         with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310
-            response.read()
+            content = response.read()
             status = response.status
     except urllib.error.HTTPError as exc:
-        status = exc.code
+        status, content = exc.code, exc.read()
     except OSError:
-        status = 0
-    return status, (time.perf_counter() - began) * 1000
+        status, content = 0, b""
+    ms = (time.perf_counter() - began) * 1000
+    if answer is not None and content:
+        with contextlib.suppress(ValueError):  # an error page: nothing to keep
+            answer.update(json.loads(content))
+    return status, ms
 
 
 def main() -> None:
@@ -111,13 +119,15 @@ def main() -> None:
             rng = random.Random(n)
             key = keys[n]
             i = 0
+            dispatch: dict = {}  # the latest preamble's answer: its episode_id goes with the next proposal
             while time.monotonic() < stop:
                 roll = rng.random()
                 if roll < 0.5:
+                    dispatch.clear()
                     name, status_ok, result = (
                         "preamble",
                         200,
-                        call("/api/v1/preamble/", {"task": rng.choice(tasks)}, key),
+                        call("/api/v1/preamble/", {"task": rng.choice(tasks)}, key, dispatch),
                     )
                 elif roll < 0.8:
                     name, status_ok, result = "search", 200, call("/api/v1/search/", {"query": rng.choice(tasks)}, key)
@@ -131,6 +141,8 @@ def main() -> None:
                         "memory_type": f.memory_type,
                         "veracity": f.veracity,
                     }
+                    if dispatch.get("episode_id"):
+                        body["episode_id"] = dispatch["episode_id"]
                     name, status_ok, result = "propose", 201, call("/api/v1/facts/", body, key)
                     i += 1
                 status, ms = result
@@ -161,7 +173,8 @@ def main() -> None:
             f"{name:<10}{len(values):>10}{len(errors[name]):>8}{p50:>9.1f}{p95:>9.1f}{p99:>9.1f}{len(values) / SECONDS:>8.1f}"
         )
         if errors[name]:
-            print(f"  error statuses: {sorted(set(errors[name]))}")
+            statuses = sorted(set(errors[name]))
+            print(f"  error statuses: {', '.join(f'{st} × {errors[name].count(st)}' for st in statuses)}")
     print(f"\n{'zero errors' if total_errors == 0 else f'{total_errors} ERRORS'}")
     sys.exit(1 if total_errors else 0)
 

@@ -1,10 +1,15 @@
-"""Counting recalls, and recording exposures, without slowing recall.
+"""Counting recalls, opening their episodes and recording exposures, without slowing recall.
 
 The preamble and search paths hand (episode, fact ids, and for the preamble its policy ids) to a
 per-process buffer; a background thread flushes it about once a second in one transaction: one
-UPDATE … FROM (VALUES …) for the counters, one bulk insert for the episode links and one for the
-exposure trail (issue 21). A crash can lose at most the last second of counts and exposures; the
-facts themselves are never at risk.
+bulk insert for the dispatch/search episodes, one UPDATE … FROM (VALUES …) for the counters, one
+bulk insert for the episode links and one for the exposure trail (issue 21). A crash can lose at
+most the last second of episodes, counts and exposures; the facts themselves are never at risk.
+
+An episode's id is reserved on the request path (`EPISODE_ID_SQL`, folded into a query the
+request sends anyway: no round trip of its own, no commit to wait for) and answered at once; its
+row is written by the next flush (issue 22). A write that names such an episode before the flush
+(`POST facts/` right after the preamble) waits for it: `await_episode`.
 
 The exposure trail (memory.models.Exposure) is not the episode links again: a link is a graph
 edge (fact ↔ episode, deleted with the fact, no policies, no surface); an exposure is the record
@@ -19,10 +24,11 @@ import atexit
 import contextvars
 import logging
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.conf import settings
@@ -31,12 +37,24 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memory.models import Episode, EpisodeFact, Exposure, MemoryRun
+from memory.routing import recall_write
 
 if TYPE_CHECKING:
     from memory.models import Agent
 
 logger = logging.getLogger("engram.recalls")
 FLUSH_SECONDS = 1.0
+# A write naming an episode reserved by another process waits at most this long for its flush,
+# and only for an id reserved within RECENT_SECONDS (older ones were flushed long ago or lost).
+AWAIT_EPISODE_SECONDS = 3 * FLUSH_SECONDS
+RECENT_SECONDS = 10 * FLUSH_SECONDS
+
+# The SQL expression that reserves the next episode id: a query of the recall path selects it as
+# one of its columns, when that query runs on the primary (a standby refuses nextval; the id is
+# then reserved by a query of its own, reserve_episode_id). Recall's own writes run inside
+# memory.routing.recall_write(): they never pin the agent to the primary.
+EPISODE_ID_SQL = "nextval(pg_get_serial_sequence('memory_episode', 'id'))"
+
 
 # The channel a call came in on: "" over HTTP, "mcp" inside the MCP server (agents.mcp_server).
 _channel: contextvars.ContextVar[str] = contextvars.ContextVar("engram_channel", default="")
@@ -70,22 +88,46 @@ class Served(NamedTuple):
     served_at: datetime
 
 
+class Opened(NamedTuple):
+    """A dispatch or search episode whose id is reserved and whose row the flush writes."""
+
+    id: int
+    workspace_id: int
+    agent_id: int
+    kind: str
+    title: str
+    at: datetime
+
+
 class RecallBuffer:
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._written = threading.Condition(self._lock)  # notified after each flush commits
+        self._episodes: list[Opened] = []
+        self._unwritten: set[int] = set()  # ids of episodes queued or being written
         self._counts: Counter[int] = Counter()
         self._links: list[tuple[int, int]] = []
         self._served: list[Served] = []
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
 
-    def add(self, episode_id: int | None, fact_ids: Iterable[int], served: Iterable[Served] = ()) -> None:
+    def add(
+        self,
+        episode_id: int | None,
+        fact_ids: Iterable[int],
+        served: Iterable[Served] = (),
+        *,
+        opened: Opened | None = None,
+    ) -> None:
         ids = list(dict.fromkeys(fact_ids))
         exposures = list(served)
-        if not ids and not exposures:
+        if not ids and not exposures and opened is None:
             return
         sync = settings.ENGRAM_RECALL_MODE == "sync"  # tests: visible at once, inside the caller's transaction
         with self._lock:
+            if opened is not None:
+                self._episodes.append(opened)
+                self._unwritten.add(opened.id)
             self._counts.update(ids)
             if episode_id is not None:
                 self._links.extend((episode_id, pk) for pk in ids)
@@ -95,6 +137,24 @@ class RecallBuffer:
                 self._thread.start()
         if sync:
             self.flush()
+
+    def holds(self, episode_id: int) -> bool:
+        """Whether the episode is queued here and not written yet."""
+        with self._lock:
+            return episode_id in self._unwritten
+
+    def await_written(self, episode_id: int, timeout: float) -> bool:
+        """Wake the flusher and wait (at most `timeout` s) until the episode queued here is written
+        by it (on its own connection: never inside the caller's transaction). False when the
+        episode is not queued here, or still unwritten at the timeout."""
+        with self._lock:
+            if episode_id not in self._unwritten:
+                return False
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="engram-recalls", daemon=True)
+                self._thread.start()
+            self._wake.set()
+            return self._written.wait_for(lambda: episode_id not in self._unwritten, timeout)
 
     def forget(self, fact_ids: Iterable[int]) -> None:
         """Drop pending counts and episode links of erased facts (issue 21); exposures are ids
@@ -119,12 +179,27 @@ class RecallBuffer:
     def flush(self) -> int:
         """Write what is pending now; returns the number of facts whose counter moved."""
         with self._lock:
-            counts, links, served = self._counts, self._links, self._served
-            self._counts, self._links, self._served = Counter(), [], []
-        if not counts and not served:
+            episodes, counts, links, served = self._episodes, self._counts, self._links, self._served
+            self._episodes, self._counts, self._links, self._served = [], Counter(), [], []
+        if not episodes and not counts and not served:
             return 0
         try:
-            with transaction.atomic():
+            with recall_write(), transaction.atomic():
+                if episodes:  # first: the links and exposures below point at them
+                    Episode.objects.bulk_create(
+                        [
+                            Episode(
+                                pk=e.id,
+                                workspace_id=e.workspace_id,
+                                agent_id=e.agent_id,
+                                kind=e.kind,
+                                title=e.title,
+                                started_at=e.at,
+                                created_at=e.at,
+                            )
+                            for e in episodes
+                        ]
+                    )
                 if counts:
                     values = ", ".join(["(%s::bigint, %s::integer)"] * len(counts))
                     params: list[Any] = [timezone.now()] + [x for item in sorted(counts.items()) for x in item]
@@ -146,14 +221,19 @@ class RecallBuffer:
                     _write_exposures(served)
         except Exception:
             with self._lock:  # put them back for the next attempt
+                self._episodes[:0] = episodes
                 self._counts.update(counts)
                 self._links.extend(links)
                 self._served.extend(served)
             raise
+        if episodes:
+            with self._lock:
+                self._unwritten.difference_update(e.id for e in episodes)
+                self._written.notify_all()
         return len(counts)
 
     def pending(self) -> bool:
-        return bool(self._counts or self._served)
+        return bool(self._episodes or self._counts or self._served)
 
 
 def _runs_at(served: list[Served]) -> dict[tuple[int, datetime], int]:
@@ -201,10 +281,60 @@ buffer = RecallBuffer()
 atexit.register(lambda: buffer.flush() if buffer.pending() else None)
 
 
-def open_episode(*, agent: Agent, kind: str, title: str) -> int:
-    """The episode of one dispatch or search. Recall paths write no audit event: the episode
-    and its links are the record."""
-    return Episode.objects.create(workspace_id=agent.workspace_id, agent=agent, kind=kind, title=title[:300]).pk
+def reserve_episode_id() -> int:
+    """A new episode id, for a recall path that has no query of its own to fold EPISODE_ID_SQL in."""
+    with recall_write(), connection.cursor() as cursor:
+        cursor.execute(f"SELECT {EPISODE_ID_SQL}")
+        row = cursor.fetchone()
+    return int(row[0])
+
+
+def open_episode(*, agent: Agent, kind: str, title: str, episode_id: int | None = None) -> int:
+    """The episode of one dispatch or search, under `episode_id` (reserved with EPISODE_ID_SQL) or
+    a new one: its row is written by the buffer's next flush (at once in sync mode). Recall paths
+    write no audit event: the episode and its links are the record."""
+    if episode_id is None:
+        episode_id = reserve_episode_id()
+    opened = Opened(episode_id, agent.workspace_id, agent.pk, kind, title[:300], timezone.now())
+    buffer.add(None, (), opened=opened)
+    return episode_id
+
+
+def await_episode(episode_id: int) -> bool:
+    """Before a write links to `episode_id`: when that episode was reserved by a recall and its
+    row is not written yet, wait (at most AWAIT_EPISODE_SECONDS) until it is — at once when this
+    process holds it, else until the other process's flush. Only an id reserved within
+    RECENT_SECONDS is waited for; any other missing id answers at once. True when it waited."""
+    if buffer.holds(episode_id):
+        buffer.await_written(episode_id, AWAIT_EPISODE_SECONDS)
+        return True
+    deadline = time.monotonic() + AWAIT_EPISODE_SECONDS
+    waited = False
+    while True:
+        with connection.cursor() as cursor:
+            # Exists? Reserved (not past the sequence)? When was the next written episode opened
+            # (ids are reserved in order, so ours was reserved no later)?
+            cursor.execute(
+                "SELECT EXISTS (SELECT 1 FROM memory_episode WHERE id = %s),"
+                " %s <= coalesce(pg_sequence_last_value(pg_get_serial_sequence('memory_episode', 'id')), 0),"
+                " (SELECT created_at FROM memory_episode WHERE id > %s ORDER BY id LIMIT 1)",
+                [episode_id, episode_id, episode_id],
+            )
+            exists, reserved, next_opened = cursor.fetchone()
+        recent = next_opened is None or next_opened > timezone.now() - timedelta(seconds=RECENT_SECONDS)
+        if exists or not reserved or not recent or time.monotonic() >= deadline:
+            return waited
+        waited = True
+        time.sleep(0.05)
+
+
+def settle(timeout: float = AWAIT_EPISODE_SECONDS) -> None:
+    """Have the flusher write every episode this process holds now (their titles quote tasks and
+    queries), e.g. before an erasure scans episode titles; waits at most `timeout` s for each."""
+    with buffer._lock:
+        pending = sorted(buffer._unwritten)
+    for episode_id in pending:
+        buffer.await_written(episode_id, timeout)
 
 
 def record_recall(
@@ -215,8 +345,9 @@ def record_recall(
     served_as: str | None = None,
     policy_ids: Iterable[int] = (),
 ) -> None:
-    """Count `fact_ids` as recalled in `episode_id`; with `agent` and `served_as` ("preamble",
-    "search"), also record each fact and policy served to the agent in the exposure trail."""
+    """Count `fact_ids` as recalled in `episode_id` (opened with open_episode before); with `agent`
+    and `served_as` ("preamble", "search"), also record each fact and policy served to the agent
+    in the exposure trail."""
     fact_ids = list(dict.fromkeys(fact_ids))
     served: list[Served] = []
     if agent is not None and served_as is not None:

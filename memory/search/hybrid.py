@@ -17,12 +17,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from django.conf import settings
-from django.db import connection
 
 from memory import decay
 from memory.embeddings import embed_text
 from memory.models import Fact
-from memory.recalls import open_episode, record_recall
+from memory.recalls import EPISODE_ID_SQL, open_episode, record_recall
 from memory.search import voices
 from memory.search.as_of import mentioned_then
 from memory.search.intent import WEIGHTS, classify
@@ -76,14 +75,23 @@ class Candidate:
     score: float = 0.0
 
 
-def _candidates(ids: Sequence[int], as_of: datetime | None = None) -> dict[int, Candidate]:
-    """With `as_of`, each candidate's last mention is the last one recorded by then."""
-    rows = Fact.objects.filter(pk__in=list(ids)).values_list(
-        "pk", "memory_type", "last_mentioned_at", "confidence", "domain__repo__slug", "created_at"
-    )
-    candidates = {row[0]: Candidate(*row[:5]) for row in rows}
+def _candidates(found: voices.Loaded, as_of: datetime | None = None) -> dict[int, Candidate]:
+    """What ranking needs of each loaded fact (read from its row: the Fact itself is made only
+    for the hits). With `as_of`, each candidate's last mention is the last one recorded by then."""
+    candidates = {
+        pk: Candidate(
+            pk,
+            found.value(pk, "memory_type"),
+            found.value(pk, "last_mentioned_at"),
+            found.value(pk, "confidence"),
+            found.repo_slug(pk),
+        )
+        for pk in found.rows
+    }
     if as_of is not None:
-        then = mentioned_then([(row[0], row[2], row[5]) for row in rows], as_of)
+        then = mentioned_then(
+            [(pk, found.value(pk, "last_mentioned_at"), found.value(pk, "created_at")) for pk in found.rows], as_of
+        )
         for pk, candidate in candidates.items():
             candidate.last_mentioned_at = then[pk]
     return candidates
@@ -109,7 +117,7 @@ def _similarities(ids: Sequence[int]) -> dict[tuple[int, int], float]:
     vectors travel to Python)."""
     if len(ids) < 2:
         return {}
-    with connection.cursor() as cursor:
+    with voices.reader().cursor() as cursor:
         cursor.execute(
             "SELECT a.id, b.id, 1 - (a.embedding <=> b.embedding) FROM memory_fact a JOIN memory_fact b "
             "ON a.id < b.id WHERE a.id = ANY(%s) AND b.id = ANY(%s) "
@@ -177,11 +185,6 @@ def fuse(lists: dict[str, list[tuple[int, float]]], weights: dict[str, float]) -
     return fused
 
 
-def _load(ids: Sequence[int]) -> dict[int, Fact]:
-    facts = Fact.objects.select_related("domain__repo").defer("embedding", "search_vector").filter(pk__in=list(ids))
-    return {f.pk: f for f in facts}
-
-
 def search_memory(
     *,
     agent: Agent,
@@ -202,11 +205,20 @@ def search_memory(
         agent=agent, domain_id=domain_id, session_key=session_key or None, as_of=as_of, valid_at=valid_at
     )
     intent = classify(query)
+    # Decay and the repo boost rescale by at most 1/floor × boost: the head of the fused list
+    # is enough to rank (loading every candidate cost more than the search). Keyword scores
+    # already carry decay, so without a repo to boost the first `limit` are the answer.
+    head = limit if mode == "keyword" and not repo else max(limit * 3, 20)
+    # The episode id is reserved by the query that loads the hits (when there are hits).
+    reserve = EPISODE_ID_SQL if record else ""
     lists: dict[str, list[tuple[int, float]]] = {}
-    lists["lexical"] = voices.lexical(
-        scope, query, limit=CANDIDATES if mode != "keyword" else max(limit * 3, CANDIDATES)
-    )
-    if mode != "keyword":
+    lexical_limit = CANDIDATES if mode != "keyword" else max(limit * 3, CANDIDATES)
+    if mode == "keyword":
+        # One query ranks and loads the head (the lexical order is the fused order here).
+        found = voices.lexical_hits(scope, query, limit=lexical_limit, load=head, extra=reserve)
+        lists["lexical"] = found.ranked
+    else:
+        lists["lexical"] = voices.lexical(scope, query, limit=lexical_limit)
         vector = embed_text(query)
         lists["semantic"] = voices.semantic(scope, vector, limit=CANDIDATES)
     if mode == "hybrid":
@@ -225,12 +237,10 @@ def search_memory(
     else:
         weights = WEIGHTS[intent] if mode == "hybrid" else {"lexical": 1.0, "semantic": 1.0}
         fused = fuse(lists, weights)
-    # Decay and the repo boost rescale by at most 1/floor × boost: the head of the fused list
-    # is enough to rank (loading every candidate cost more than the search). Keyword scores
-    # already carry decay, so without a repo to boost the first `limit` are the answer.
-    head = limit if mode == "keyword" and not repo else max(limit * 3, 20)
     ordered = sorted(fused, key=lambda pk: -fused[pk])[:head]
-    candidates = _candidates(ordered, as_of)
+    if mode != "keyword":
+        found = voices.hits_by_id(ordered, extra=reserve)
+    candidates = _candidates(found, as_of if mode != "keyword" else None)
     ranked: list[Candidate] = []
     for pk in ordered:
         candidate = candidates.get(pk)
@@ -244,16 +254,14 @@ def search_memory(
         ranked.append(candidate)
     ranked.sort(key=lambda c: -c.score)
     ranked = _mmr(ranked, limit) if mode == "hybrid" else ranked[:limit]
-    facts = _load([c.pk for c in ranked])
     hits = [
-        Hit(fact=facts[c.pk], score=c.score, voices={v: ranks.get(v, {}).get(c.pk) for v in VOICES})
+        Hit(fact=found.fact(c.pk), score=c.score, voices={v: ranks.get(v, {}).get(c.pk) for v in VOICES})
         for c in ranked
-        if c.pk in facts
     ]
 
     episode_id = None
     if record and hits:
-        episode_id = open_episode(agent=agent, kind="search", title=query)
+        episode_id = open_episode(agent=agent, kind="search", title=query, episode_id=found.extra)
         record_recall(episode_id, [h.fact.pk for h in hits], agent=agent, served_as="search")
     return SearchResult(
         mode=mode, intent=intent.value, hits=hits, episode_id=episode_id, as_of=as_of, valid_at=valid_at

@@ -16,17 +16,17 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from django.db.models import TextField
-from django.db.models.functions import Cast
 
 from memory import embeddings
-from memory.models import Fact, Policy
-from memory.recalls import open_episode, record_recall
+from memory.models import Fact, MemoryDomain, Policy, Repo, Role
+from memory.recalls import EPISODE_ID_SQL, open_episode, record_recall
+from memory.routing import recall_write
 from memory.search import as_of as as_of_recall
 from memory.search import voices
 from memory.selectors_notes import notes_for
@@ -75,11 +75,104 @@ def fact_line(fact: Fact) -> str:
 def working_memory_text(agent: Agent) -> str:
     """The scratchpad verbatim, followed by the observations appended to it."""
     view = notes_for(agent)
-    text = view["notes"]
-    if view["observations"]:
-        observed = "\n".join(f"- observed: {' '.join(o['text'].split())}" for o in view["observations"][-5:])
+    return _working_memory(view["notes"], [o["text"] for o in view["observations"][-RECENT_OBSERVATIONS:]])
+
+
+def _working_memory(notes: str, observations: list[str]) -> str:
+    """The scratchpad, then its latest observations (oldest first), one `- observed:` line each."""
+    text = notes
+    if observations:
+        observed = "\n".join(f"- observed: {' '.join(o.split())}" for o in observations)
         text = f"{text.rstrip()}\n{observed}" if text.strip() else observed
     return text
+
+
+RECENT_OBSERVATIONS = 5
+
+
+@dataclass
+class DispatchContext:
+    """What a dispatch carries besides its facts, read in one query: the active policies the
+    agent may see (in preamble order, with domain, repo and required role), its working memory,
+    and the id reserved for the dispatch episode (None when they were read from a replica)."""
+
+    policies: list[Policy]
+    working_memory: str
+    episode_id: int | None
+
+
+_policies_sql: dict[tuple[int, int], tuple[str, tuple[Any, ...]]] = {}
+_POLICY_COLUMNS = (
+    "pk",
+    "rule",
+    "created_at",
+    "domain_id",
+    "domain__name",
+    "domain__repo_id",
+    "domain__repo__slug",
+    "required_role_id",
+    "required_role__name",
+)
+
+
+def _active_policies_sql(agent: Agent) -> tuple[str, tuple[Any, ...]]:
+    """The SQL of `Policy.objects.visible_to(agent).active()` with what a policy line shows
+    (_POLICY_COLUMNS), compiled once per workspace and role: grants are looked up by the SQL
+    itself, as in voices._scope_where."""
+    key = (agent.workspace_id, agent.role_id)
+    if key not in _policies_sql:
+        qs = Policy.objects.visible_to(agent).active().order_by().values_list(*_POLICY_COLUMNS)
+        if len(_policies_sql) > 10_000:
+            _policies_sql.clear()
+        _policies_sql[key] = qs.query.sql_with_params()
+    return _policies_sql[key]
+
+
+def dispatch_context(agent: Agent) -> DispatchContext:
+    """Policies, working memory and a reserved episode id in one query (the preamble's reads
+    around its facts); on the primary, the same query reserves the episode id (recalls.EPISODE_ID_SQL)."""
+    policies_sql, policies_params = _active_policies_sql(agent)
+    database = voices.reader()
+    # The episode id comes with the reads when they run on the primary (a standby refuses nextval).
+    reserve = EPISODE_ID_SQL if voices.reserves_here(database) else "NULL"
+    with recall_write(), database.cursor() as cursor:
+        cursor.execute(
+            "SELECT context.*, policy.* FROM (SELECT"  # noqa: S608 -- the compiled queryset; values are bound params
+            " (SELECT notes FROM memory_workingmemory WHERE agent_id = %s),"
+            " (SELECT coalesce(json_agg(o.text ORDER BY o.created_at, o.id), '[]') FROM"
+            "  (SELECT text, created_at, id FROM memory_observation WHERE agent_id = %s"
+            "   ORDER BY created_at DESC, id DESC LIMIT %s) AS o),"
+            f" {reserve}) AS context"
+            f" LEFT JOIN ({policies_sql}) AS policy ON true"
+            # The preamble's order: domain name, then oldest first (columns 8, 6, 4: _POLICY_COLUMNS).
+            " ORDER BY 8, 6, 4",
+            [agent.pk, agent.pk, RECENT_OBSERVATIONS, *policies_params],
+        )
+        rows = cursor.fetchall()
+    notes, observations, episode_id = rows[0][:3]
+    return DispatchContext(
+        policies=[_policy_of(row[3:], database.alias) for row in rows if row[3] is not None],
+        working_memory=_working_memory(notes or "", observations),
+        episode_id=episode_id,
+    )
+
+
+def _policy_of(row: Sequence[Any], alias: str) -> Policy:
+    """A Policy with its domain, repo and required role, from _POLICY_COLUMNS' values read on
+    the database `alias`."""
+    pk, rule, created_at, domain_id, domain_name, repo_id, repo_slug, role_id, role_name = row
+    policy = voices.loaded(
+        Policy,
+        alias,
+        {"id": pk, "rule": rule, "created_at": created_at, "domain_id": domain_id, "required_role_id": role_id},
+    )
+    domain = voices.loaded(MemoryDomain, alias, {"id": domain_id, "name": domain_name, "repo_id": repo_id})
+    domain.repo = voices.loaded(Repo, alias, {"id": repo_id, "slug": repo_slug}) if repo_id is not None else None
+    policy.domain = domain
+    policy.required_role = (
+        voices.loaded(Role, alias, {"id": role_id, "name": role_name}) if role_id is not None else None
+    )
+    return policy
 
 
 # Below this cosine between a policy's own vector and a fact's, the classifier is not asked: it
@@ -158,25 +251,18 @@ def select_facts(
 ) -> list[tuple[Fact, str]]:
     """Keyword-matched facts, the repo's first, at most MAX_FACTS within FACT_BUDGET_CHARS; a fact
     restating one of `policies` is skipped (recorded in `policies.skipped`). With `as_of` /
-    `valid_at`, among the facts believed then and true then (memory.search.as_of)."""
+    `valid_at`, among the facts believed then and true then (memory.search.as_of). The facts are
+    ranked and loaded by one query (voices.lexical_hits)."""
     if len(task.strip()) < MIN_TASK_CHARS:
         return []
     scope = voices.Scope(agent=agent, as_of=as_of, valid_at=valid_at)
-    ranked = voices.lexical(scope, task, limit=CANDIDATES, prefer_repo=repo)
-    if not ranked:
-        return []
-    facts = Fact.objects.select_related("domain__repo").defer("embedding", "search_vector")
-    if policies is not None and policies.rules:
-        # The vector as text, parsed only for the facts examined (pgvector's own field parses
-        # every row, which cost more than the rest of the check).
-        facts = facts.annotate(embedding_text=Cast("embedding", TextField()))
-    loaded = {f.pk: f for f in facts.filter(pk__in=[pk for pk, _ in ranked])}
+    # The vectors as text, parsed only for the facts examined (pgvector's own field parses every
+    # row, which cost more than the rest of the check).
+    vectors = policies is not None and bool(policies.rules)
+    found = voices.lexical_hits(scope, task, limit=CANDIDATES, prefer_repo=repo, vectors=vectors)
     chosen: list[tuple[Fact, str]] = []
     used = 0
-    for pk, _ in ranked:
-        fact = loaded.get(pk)
-        if fact is None:
-            continue
+    for fact in (found.fact(pk) for pk, _ in found.ranked):
         if policies is not None and (rule := policies.restated_by(fact)) is not None:
             policies.skipped[fact.pk] = rule
             continue
@@ -200,20 +286,16 @@ def build_preamble(
     as_of: datetime | None = None,
     valid_at: datetime | None = None,
 ) -> Preamble:
-    """Assemble the preamble, record its dispatch episode and count the facts as recalled.
+    """Assemble the preamble, open its dispatch episode and count the facts as recalled (the
+    episode's row and the counts are written by the recall buffer, memory.recalls).
     With `as_of`, the policies active then and the facts believed then (and with `valid_at`, true
     then) — memory.search.as_of; the working memory is today's, the recall is counted today."""
     if as_of is None:
-        active = list(
-            Policy.objects.visible_to(agent)
-            .active()
-            .select_related("domain__repo", "required_role")
-            .order_by("domain__name", "created_at", "pk")
-        )
+        context = dispatch_context(agent)
+        active, memory, episode_id = context.policies, context.working_memory, context.episode_id
     else:
-        active = as_of_recall.policies_then(agent, as_of)
+        active, memory, episode_id = as_of_recall.policies_then(agent, as_of), working_memory_text(agent), None
     policies = [policy_line(p) for p in active]
-    memory = working_memory_text(agent)
     restatements = PolicyRestatements([p.rule for p in active])
     chosen = select_facts(agent, task, repo, restatements, as_of=as_of, valid_at=valid_at)
     sections = []
@@ -226,7 +308,7 @@ def build_preamble(
     if chosen:
         sections.append("Possibly relevant facts:\n" + "\n".join(line for _, line in chosen))
     sections.append(CLOSING_LINE)
-    episode_id = open_episode(agent=agent, kind="dispatch", title=task)
+    episode_id = open_episode(agent=agent, kind="dispatch", title=task, episode_id=episode_id)
     record_recall(
         episode_id, [f.pk for f, _ in chosen], agent=agent, served_as="preamble", policy_ids=[p.pk for p in active]
     )

@@ -6,24 +6,28 @@ supersession, status and expiry are applied in one place (memory.querysets).
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from django.db import connection, transaction
-from django.db.models import QuerySet
+from django.db import DEFAULT_DB_ALIAS, models, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import DEFERRED, QuerySet
 
 from memory import decay
-from memory.models import Fact
+from memory.models import Fact, MemoryDomain, Repo
+from memory.routing import read_connection
 from memory.search.as_of import mentioned_then_sql
 
 if TYPE_CHECKING:
     from memory.models import Agent
 
+M = TypeVar("M", bound=models.Model)
 MAX_TERMS = 24
 EF_SEARCH = 200  # the database default (migration 0006); measured in make bench
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_./:+#-]*[A-Za-z0-9+#]|[A-Za-z0-9]")
@@ -111,6 +115,18 @@ class Scope:
         return qs.filter(domain_id=self.domain_id) if self.domain_id else qs
 
 
+def reader() -> BaseDatabaseWrapper:
+    """The connection recall's SQL reads from: the replica serving this request's reads, else the
+    primary (memory.routing decides; without replicas, always the primary)."""
+    return read_connection(Fact)
+
+
+def reserves_here(database: BaseDatabaseWrapper) -> bool:
+    """Whether a query on `database` may reserve an episode id (recalls.EPISODE_ID_SQL): only on
+    the primary, a standby refuses nextval."""
+    return database.alias == DEFAULT_DB_ALIAS
+
+
 def terms(text: str) -> list[str]:
     """The distinct content tokens of a query or task, in order, at most MAX_TERMS."""
     seen: dict[str, None] = {}
@@ -139,7 +155,7 @@ def lexeme_frequencies() -> tuple[dict[str, float], float, float]:
     global _stats
     now = time.monotonic()
     if _stats is None or now - _stats[0] > _STATS_SECONDS:
-        with connection.cursor() as cursor:
+        with reader().cursor() as cursor:
             cursor.execute(
                 "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
                 "WHERE tablename = 'memory_fact' AND attname = 'search_vector' LIMIT 1"
@@ -158,7 +174,7 @@ def lexeme_frequencies() -> tuple[dict[str, float], float, float]:
 def _lexemes_of(words: Sequence[str]) -> dict[str, tuple[str, ...]]:
     missing = [w for w in words if w not in _lexemes]
     if missing:
-        with connection.cursor() as cursor:
+        with reader().cursor() as cursor:
             cursor.execute(
                 "SELECT t, tsvector_to_array(to_tsvector('english', t)) FROM unnest(%s::text[]) AS t", [missing]
             )
@@ -290,22 +306,26 @@ def lexical_sql(
     idf_params: list[Any] = [x for w, idf, _ in weighted for x in (w, idf)]
     where, where_params = _scope_where(scope)
     decay_sql, decay_params = _decay_sql(scope.as_of)
-    order = "score DESC, memory_fact.id DESC"
-    repo_params: list[Any] = []
+    # `preferred`: the repo's facts first (a constant false without a repo), so a query wrapping
+    # this one (lexical_hits) orders its rows by the same columns.
+    preferred_sql, repo_params = "false", []
     if prefer_repo:
-        order = (
-            "(memory_fact.domain_id IN (SELECT d.id FROM memory_memorydomain d JOIN memory_repo r ON r.id = d.repo_id"  # noqa: S608 -- constant SQL; the slug is a bound param
-            " WHERE r.slug = %s)) DESC, " + order
+        preferred_sql = (
+            "(memory_fact.domain_id IN (SELECT d.id FROM memory_memorydomain d JOIN memory_repo r ON r.id = d.repo_id"
+            " WHERE r.slug = %s))"
         )
         repo_params = [prefer_repo]
     sql = (
         f"SELECT memory_fact.id, ({idf_sql} + ts_rank(memory_fact.search_vector, {tsquery(weighted)}, 1))"  # noqa: S608 -- fragments built in code from %s placeholders; every value is a bound param
-        f" * {decay_sql} * memory_fact.confidence AS score"
+        f" * {decay_sql} * memory_fact.confidence AS score, {preferred_sql} AS preferred"
         f" FROM memory_fact WHERE {where} AND memory_fact.search_vector @@ ({select_sql})"
-        f" ORDER BY {order} LIMIT %s"
+        f" ORDER BY {LEXICAL_ORDER} LIMIT %s"
     )
-    params = [*idf_params, *[w for w, _, _ in weighted], *decay_params, *where_params, *select_params]
-    return sql, [*params, *repo_params, limit]
+    params = [*idf_params, *[w for w, _, _ in weighted], *decay_params, *repo_params, *where_params, *select_params]
+    return sql, [*params, limit]
+
+
+LEXICAL_ORDER = "preferred DESC, score DESC, id DESC"
 
 
 def narrowing_terms(weighted: Sequence[tuple[str, float, float]], selective: Sequence[str]) -> list[str]:
@@ -334,24 +354,185 @@ def lexical(scope: Scope, text: str, *, limit: int, prefer_repo: str | None = No
     also contain one of the next rarest terms are asked first (narrowing_terms); when they are
     fewer than `limit`, the question is asked again without narrowing. (Narrowing is a bound on
     work, not exact: a fresh fact with only the common term may lose to an older one with both.)"""
+    return [(row[0], float(row[1])) for row in _lexical_rows(scope, text, limit=limit, prefer_repo=prefer_repo)]
+
+
+def _lexical_rows(
+    scope: Scope,
+    text: str,
+    *,
+    limit: int,
+    prefer_repo: str | None,
+    loading: dict[str, Any] | None = None,
+    database: BaseDatabaseWrapper | None = None,
+) -> list[tuple[Any, ...]]:
+    """The lexical voice's rows (id, score, …); with `loading`, each wrapped by _with_facts."""
+    database = database or reader()
     weighted = weighted_terms(text)
     if not weighted:
         return []
     narrowed = bool(narrowing_terms(weighted, selecting_terms(weighted)))
-    rows: list[tuple[int, float]] = []
-    with connection.cursor() as cursor:
+    rows: list[tuple[Any, ...]] = []
+    with database.cursor() as cursor:
         for narrow in (True, False) if narrowed else (False,):
             query = lexical_sql(scope, text, limit=limit, prefer_repo=prefer_repo, narrow=narrow)
             assert query is not None  # the text has searchable terms
-            cursor.execute(*query)
-            rows = [(pk, float(score)) for pk, score in cursor.fetchall()]
+            cursor.execute(*(query if loading is None else _with_facts(*query, order=LEXICAL_ORDER, **loading)))
+            rows = cursor.fetchall()
             if len(rows) >= limit:
                 break
     return rows
 
 
+@dataclass
+class Loaded:
+    """Ranked (id, score) pairs, the rows of the facts loaded with them (_hit_columns' values, by
+    id; `fact(pk)` makes the Fact), and the value of the `extra` expression asked for (None
+    without it or without rows)."""
+
+    ranked: list[tuple[int, float]]
+    rows: dict[int, Sequence[Any]]
+    extra: Any = None
+    alias: str = DEFAULT_DB_ALIAS
+    vectors: bool = False
+    _facts: dict[int, Fact] = field(default_factory=dict)
+
+    def fact(self, pk: int) -> Fact:
+        """The loaded fact `pk` with its domain and repo (built once, only for what is shown)."""
+        if pk not in self._facts:
+            self._facts[pk] = _fact_of(self.rows[pk], vectors=self.vectors, alias=self.alias)
+        return self._facts[pk]
+
+    def value(self, pk: int, name: str) -> Any:
+        """One of HIT_FIELDS of a loaded fact, without making the Fact."""
+        return self.rows[pk][HIT_FIELDS.index(name)]
+
+    def repo_slug(self, pk: int) -> str | None:
+        return self.rows[pk][len(HIT_FIELDS) + 2]
+
+
+def lexical_hits(
+    scope: Scope,
+    text: str,
+    *,
+    limit: int,
+    prefer_repo: str | None = None,
+    load: int | None = None,
+    vectors: bool = False,
+    extra: str = "",
+) -> Loaded:
+    """The lexical voice with its facts loaded by the same query (no rank-then-fetch round trip).
+    The first `load` facts (all when None) are loaded with HIT_FIELDS, their domain and repo (and
+    their vector as `embedding_text` with `vectors`). `extra` is an SQL expression evaluated once
+    when there are rows (e.g. recalls.EPISODE_ID_SQL)."""
+    database = reader()
+    if extra and not reserves_here(database):
+        extra = ""  # a standby refuses nextval: the caller reserves on the primary instead
+    loading = {"load": load, "vectors": vectors, "extra": extra}
+    rows = _lexical_rows(scope, text, limit=limit, prefer_repo=prefer_repo, loading=loading, database=database)
+    return Loaded(
+        [(row[0], float(row[1])) for row in rows],
+        {row[0]: row[2:] for row in rows if row[2] is not None},
+        rows[0][-1] if rows and extra else None,
+        database.alias,
+        vectors,
+    )
+
+
+# What recall answers with (search hits, preamble lines, their serializers, ranking): a fact
+# loaded by hits_by_id or lexical_hits has these and its domain and repo; any other field is
+# read on first use (Django's deferred fields).
+HIT_FIELDS = (
+    "id",
+    "workspace_id",
+    "domain_id",
+    "topic",
+    "content",
+    "confidence",
+    "memory_type",
+    "veracity",
+    "status",
+    "created_at",
+    "last_mentioned_at",
+    "valid_for",
+    "not_valid_for",
+    "verification",
+    "session_key",
+)
+_JSON_FIELDS = {HIT_FIELDS.index("valid_for"), HIT_FIELDS.index("not_valid_for")}
+_HIT_COLUMNS = ", ".join(f"hit.{name}" for name in HIT_FIELDS) + ", hit_domain.name, hit_domain.repo_id, hit_repo.slug"
+_HIT_JOINS = (
+    " LEFT JOIN memory_memorydomain hit_domain ON hit_domain.id = hit.domain_id"
+    " LEFT JOIN memory_repo hit_repo ON hit_repo.id = hit_domain.repo_id"
+)
+
+
+def _hit_columns(vectors: bool, extra: str) -> str:
+    """HIT_FIELDS, domain name, repo id and slug, the vector as text (or NULL), `extra` (or NULL)."""
+    columns = _HIT_COLUMNS + (", hit.embedding::text" if vectors else ", NULL")
+    return columns + (f", (SELECT {extra})" if extra else ", NULL")
+
+
+def _with_facts(
+    sql: str, params: list[Any], *, order: str, load: int | None, vectors: bool, extra: str
+) -> tuple[str, list[Any]]:
+    """Wrap a ranking query (its rows id, score, preferred) so that each row, in the same order,
+    also brings its fact's columns (_hit_columns): the first `load` rows (every row when None)."""
+    numbered = f"SELECT ranked.*, row_number() OVER (ORDER BY {order}) AS n FROM ({sql}) AS ranked"  # noqa: S608 -- constant fragments and a built query; values are bound params
+    join = "hit.id = numbered.id" + (" AND numbered.n <= %s" if load is not None else "")
+    wrapped = (
+        f"SELECT numbered.id, numbered.score, {_hit_columns(vectors, extra)}"  # noqa: S608 -- constant fragments; values are bound params
+        f" FROM ({numbered}) AS numbered LEFT JOIN memory_fact hit ON {join}{_HIT_JOINS} ORDER BY numbered.n"
+    )
+    return wrapped, [*params, *([load] if load is not None else [])]
+
+
+def loaded(model: type[M], alias: str, values: dict[str, Any]) -> M:
+    """An instance of `model` as Django loads one from the database `alias` with only the fields
+    (attnames) of `values`; any other field is read on first use."""
+    fields = model._meta.concrete_fields
+    return model.from_db(alias, [f.attname for f in fields], [values.get(f.attname, DEFERRED) for f in fields])
+
+
+def _fact_of(row: Sequence[Any], *, vectors: bool, alias: str) -> Fact:
+    """A Fact with its domain and repo from _hit_columns' values, as Django would load them from
+    the database `alias`."""
+    width = len(HIT_FIELDS)
+    values = {
+        name: json.loads(v) if i in _JSON_FIELDS and isinstance(v, str) else v
+        for i, (name, v) in enumerate(zip(HIT_FIELDS, row[:width], strict=True))
+    }
+    fact = loaded(Fact, alias, values)
+    domain_name, repo_id, repo_slug, vector_text = row[width : width + 4]
+    domain = loaded(MemoryDomain, alias, {"id": fact.domain_id, "name": domain_name, "repo_id": repo_id})
+    domain.repo = loaded(Repo, alias, {"id": repo_id, "slug": repo_slug}) if repo_id is not None else None
+    fact.domain = domain
+    if vectors:
+        fact.embedding_text = vector_text  # type: ignore[attr-defined]
+    return fact
+
+
+def hits_by_id(ids: Sequence[int], *, extra: str = "") -> Loaded:
+    """The facts of `ids` (any order; missing ones left out) with HIT_FIELDS, domain and repo, in
+    one query, and the value of `extra` (an SQL expression evaluated once when a fact is found,
+    e.g. recalls.EPISODE_ID_SQL)."""
+    if not ids:
+        return Loaded([], {})
+    database = reader()
+    if extra and not reserves_here(database):
+        extra = ""  # a standby refuses nextval: the caller reserves on the primary instead
+    with database.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {_hit_columns(False, extra)} FROM memory_fact hit{_HIT_JOINS} WHERE hit.id = ANY(%s)",  # noqa: S608 -- constant fragments; ids are a bound param
+            [list(ids)],
+        )
+        rows = cursor.fetchall()
+    loaded = {row[0]: row for row in rows}
+    return Loaded([(pk, 0.0) for pk in loaded], loaded, rows[0][-1] if rows and extra else None, database.alias)
+
+
 def explain(sql: str, params: Sequence[Any]) -> str:
-    with connection.cursor() as cursor:
+    with reader().cursor() as cursor:
         cursor.execute("EXPLAIN " + sql, params)
         return "\n".join(row[0] for row in cursor.fetchall())
 
@@ -380,9 +561,10 @@ def semantic_sql(scope: Scope, vector: Sequence[float], *, limit: int) -> tuple[
 def semantic(scope: Scope, vector: Sequence[float], *, limit: int) -> list[tuple[int, float]]:
     """Ranked (id, similarity) of the semantic voice."""
     sql, params = semantic_sql(scope, vector, limit=limit)
-    with connection.cursor() as cursor:
+    database = reader()
+    with database.cursor() as cursor:
         if limit > EF_SEARCH:  # a longer list than the database default searches wider
-            with transaction.atomic():
+            with transaction.atomic(using=database.alias):
                 cursor.execute(f"SET LOCAL hnsw.ef_search = {int(limit)}")
                 cursor.execute(sql, params)
                 rows = cursor.fetchall()
@@ -399,7 +581,7 @@ def temporal(scope: Scope, pool: Sequence[int], *, limit: int) -> list[tuple[int
     pool_sql, pool_params = (" AND memory_fact.id = ANY(%s)", [list(pool)]) if pool else ("", [])
     # As of a moment, "recently active" is measured by the mentions recorded by then.
     mentioned, mentioned_params = mentioned_then_sql(scope.as_of)
-    with connection.cursor() as cursor:
+    with reader().cursor() as cursor:
         cursor.execute(
             f"SELECT memory_fact.id, extract(epoch FROM {mentioned}) FROM memory_fact"  # noqa: S608 -- `where` is the compiled scope queryset; values are bound params
             f" WHERE {where}{pool_sql} ORDER BY {mentioned} DESC, memory_fact.id DESC LIMIT %s",
@@ -421,7 +603,7 @@ def graph(
     where, params = _scope_where(scope)
     # As of a moment, only the edges recorded by then.
     edges_sql, edges_params = ("", []) if scope.as_of is None else (" AND n.created_at <= %s", [scope.as_of])
-    with connection.cursor() as cursor:
+    with reader().cursor() as cursor:
         cursor.execute(
             "SELECT n.fact_id, max(seed.strength) FROM memory_episodefact s"  # noqa: S608 -- `where` is the compiled scope queryset; values are bound params
             " JOIN unnest(%s::bigint[], %s::float8[]) AS seed(id, strength) ON s.fact_id = seed.id"

@@ -25,7 +25,7 @@ from django.db import transaction
 from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 
-from memory import access
+from memory import access, recalls
 from memory.actors import Actor
 from memory.audit import record_event
 from memory.errors import EngramError, InsufficientPermission, StateConflict
@@ -528,6 +528,9 @@ def erase(*, plan: ErasurePlan, reason: str, by: Actor) -> AuditEvent:
             code="reason_required",
             fields={"reason": ["Required, at most 500 characters."]},
         )
+    # Episodes opened by recalls moments ago wait in this process's buffer: written first, so
+    # the scan below sees their titles (issue 22).
+    recalls.settle()
     with transaction.atomic():
         locked = _plan(plan.workspace, plan.selection, plan.fact_ids, lock=True)
         if locked.is_empty:

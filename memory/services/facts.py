@@ -36,6 +36,7 @@ from memory.models import (
     Observation,
     Veracity,
 )
+from memory.recalls import await_episode
 from memory.services.conflicts import (
     Said,
     apply_conflict,
@@ -226,6 +227,8 @@ def _check_proposal(*, domain: MemoryDomain, data: FactInput, by: Actor) -> None
         require_visible_domain(by.agent, domain)
     check_veracity_authority(by, data.veracity, vouched_by_person=data.vouched_by_person)
     validate_fact_input(data)
+    # Before any lock: an episode a recall just opened may still be on its way (await_episode).
+    _check_episode(domain.workspace_id, data.episode_id, by)
 
 
 def propose_facts(*, items: Sequence[IngestItem], by: Actor) -> list[ProposalResult | EngramError]:
@@ -379,6 +382,8 @@ def _check_episode(workspace_id: int, episode_id: int | None, by: Actor) -> Epis
     if by.agent is not None:
         qs = qs.filter(Q(agent_id=by.agent.pk) | Q(memory_runs__agent_id=by.agent.pk))
     episode = qs.first()
+    if episode is None and await_episode(episode_id):  # opened by a recall, its row not written yet
+        episode = qs.first()
     if episode is None:
         raise InvalidInput(
             "Unknown episode.", code="unknown_episode", fields={"episode_id": [f"No episode {episode_id}."]}

@@ -1,0 +1,96 @@
+"""Issue 22: a preamble's or search's episode is answered at once (its id reserved by a query the
+request sends anyway) and written by the recall buffer's flush. A write naming it right away —
+`POST facts/` just after the preamble, served by this process or by another one — waits for the
+row instead of answering `unknown_episode`; an id no recall is about to write is refused at once.
+
+These run on committed data (transactional_db): the flusher writes on its own connection."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from memory import recalls
+from memory.models import Episode, EpisodeFact
+from tests.conftest import client_for
+
+TASK = "Fix the flaky deploy pipeline for the billing service"
+
+
+@pytest.fixture
+def slow_flusher(settings, monkeypatch):
+    """The production buffer (background mode, its own flusher thread), flushing only when woken:
+    an episode stays unwritten until a write asks for it."""
+    settings.ENGRAM_RECALL_MODE = "background"
+    monkeypatch.setattr(recalls, "FLUSH_SECONDS", 60.0)
+    fresh = recalls.RecallBuffer()
+    monkeypatch.setattr(recalls, "buffer", fresh)
+    return fresh
+
+
+def _propose(agent, episode_id):
+    body = {
+        "domain": "architecture",
+        "topic": "deploys",
+        "content": "The deploy pipeline retries flaky steps twice.",
+        "memory_type": "decision",
+        "episode_id": episode_id,
+    }
+    began = time.monotonic()
+    response = client_for(agent).post("/api/v1/facts/", body, format="json")
+    return response, time.monotonic() - began
+
+
+def test_a_fact_proposed_right_after_the_preamble_links_to_its_episode(transactional_db, world, slow_flusher):
+    episode_id = client_for(world.coder).post("/api/v1/preamble/", {"task": TASK}, format="json").json()["episode_id"]
+    assert slow_flusher.holds(episode_id)
+    assert not Episode.objects.filter(pk=episode_id).exists()
+
+    response, _ = _propose(world.coder, episode_id)
+
+    assert response.status_code == 201, response.content
+    assert Episode.objects.get(pk=episode_id).kind == "dispatch"
+    assert EpisodeFact.objects.filter(episode_id=episode_id, relation="written").exists()
+
+
+def test_a_write_waits_for_an_episode_another_process_is_writing(transactional_db, world, slow_flusher):
+    episode_id = recalls.reserve_episode_id()  # as another web process's recall would
+
+    def other_process_flushes() -> None:
+        time.sleep(0.4)
+        try:
+            Episode.objects.create(pk=episode_id, workspace=world.workspace, agent=world.coder, kind="dispatch")
+        finally:
+            connection.close()
+
+    writer = threading.Thread(target=other_process_flushes)
+    writer.start()
+    response, waited = _propose(world.coder, episode_id)
+    writer.join()
+
+    assert response.status_code == 201, response.content
+    assert waited >= 0.3
+
+
+def test_another_agents_pending_episode_is_refused_once_written(transactional_db, world, slow_flusher):
+    episode_id = client_for(world.coder2).post("/api/v1/preamble/", {"task": TASK}, format="json").json()["episode_id"]
+
+    response, _ = _propose(world.coder, episode_id)
+
+    assert response.status_code == 400 and response.json()["code"] == "unknown_episode"
+    assert Episode.objects.get(pk=episode_id).agent_id == world.coder2.pk  # written, not leaked
+
+
+def test_an_episode_no_recall_is_about_to_write_is_refused_at_once(transactional_db, world, slow_flusher):
+    hole = recalls.reserve_episode_id()  # reserved, never written (a crashed process) …
+    later = Episode.objects.create(workspace=world.workspace, agent=world.coder, kind="dispatch")
+    Episode.objects.filter(pk=later.pk).update(created_at=timezone.now() - timedelta(minutes=5))  # … long ago
+    for episode_id in (hole, later.pk + 1_000_000):  # and an id never reserved
+        response, waited = _propose(world.coder, episode_id)
+        assert response.status_code == 400 and response.json()["code"] == "unknown_episode"
+        assert waited < recalls.AWAIT_EPISODE_SECONDS / 2
