@@ -170,7 +170,7 @@ def test_sixteen_long_polls_leave_healthz_and_pages_fast_under_the_production_se
         # On a busy machine the 16 threads take a moment to get their polls in: start measuring
         # once most are waiting (the assertion below checks they stay in flight throughout).
         wait_for(lambda: in_flight[0] >= 12, timeout=60, what="the long polls")
-        time.sleep(1)
+        time.sleep(2)  # and the threads that took them have handed back their connections
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             with lock:

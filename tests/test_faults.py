@@ -58,7 +58,6 @@ def test_database_stopped_during_writes_answers_503_recovers_and_keeps_every_ack
         "DEBUG": "1",
         "ENGRAM_TESTING": "0",
         "ENGRAM_RECALL_MODE": "background",
-        "ENGRAM_PRELOAD_MODEL": "1",  # both workers load the model at boot, as in production
     }
     env.pop("DATABASE_URL", None)
     _manage(env, "migrate", "-v", "0")
@@ -72,7 +71,7 @@ def test_database_stopped_during_writes_answers_503_recovers_and_keeps_every_ack
     server = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "config.wsgi", "-w", "2", "-b", f"127.0.0.1:{port}", "--timeout", "60"],
         cwd=ROOT,
-        env=env,
+        env={**env, "ENGRAM_PRELOAD_MODEL": "1"},  # both workers load the model at boot, as in production
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
