@@ -1,47 +1,24 @@
 """Races on one topic: locks keep one live head and exact counts (real threads, real PostgreSQL)."""
 
-import threading
-
 import pytest
-from django.db import connection
 
 from memory.actors import Actor
 from memory.embeddings import embed_text, fact_text
 from memory.errors import FactNotLive
 from memory.models import Fact
 from memory.services.facts import FactInput, propose_fact, supersede_fact
+from tests.races import race
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _run_in_threads(n, target):
-    barrier = threading.Barrier(n)
-    results, errors = [], []
-
-    def worker(i):
-        try:
-            barrier.wait()
-            results.append(target(i))
-        except Exception as exc:  # collected and asserted on below
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    return results, errors
 
 
 def test_eight_threads_proposing_the_same_fact_leave_one_live_fact_mentioned_eight_times(world):
     content = "Production deploys happen on Tuesdays."
     vector = embed_text(fact_text("deploys", content))  # the model is not what this test races
     data = FactInput(topic="deploys", content=content, memory_type="convention")
-    results, errors = _run_in_threads(
-        8,
-        lambda i: propose_fact(domain=world.architecture, data=data, by=Actor.of_agent(world.coder), embedding=vector),
+    results, errors = race(
+        *[lambda: propose_fact(domain=world.architecture, data=data, by=Actor.of_agent(world.coder), embedding=vector)]
+        * 8
     )
     assert errors == []
     assert sorted(r.outcome for r in results) == ["created"] + ["re_mentioned"] * 7
@@ -56,11 +33,13 @@ def test_eight_threads_superseding_one_fact_leave_exactly_one_successor(world):
         by=Actor.of_agent(world.coder),
         data=FactInput(topic="review", content="Code review needs two approvals.", memory_type="convention"),
     ).fact
-    results, errors = _run_in_threads(
-        8,
-        lambda i: supersede_fact(
-            fact=original, by=Actor.of_agent(world.coder), content=f"Code review needs {i + 3} approvals."
-        ),
+    results, errors = race(
+        *[
+            lambda i=i: supersede_fact(
+                fact=original, by=Actor.of_agent(world.coder), content=f"Code review needs {i + 3} approvals."
+            )
+            for i in range(8)
+        ]
     )
     assert len(results) == 1
     assert len(errors) == 7 and all(isinstance(e, FactNotLive) for e in errors)

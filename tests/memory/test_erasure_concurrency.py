@@ -1,9 +1,6 @@
 """Erasure races (issue 21): real threads, real PostgreSQL, rows locked."""
 
-import threading
-
 import pytest
-from django.db import connection
 
 from memory.actors import Actor
 from memory.embeddings import embed_text, fact_text
@@ -12,29 +9,9 @@ from memory.models import AuditEvent, Fact, FactMention
 from memory.services import erasure
 from memory.services.erasure import NothingToErase, parse_selection, select_subject
 from memory.services.facts import FactInput, propose_fact
+from tests.races import race
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _run_in_threads(targets):
-    barrier = threading.Barrier(len(targets))
-    results, errors = [], []
-
-    def worker(target):
-        try:
-            barrier.wait()
-            results.append(target())
-        except Exception as exc:  # collected and asserted on below
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=worker, args=(t,)) for t in targets]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    return results, errors
 
 
 def test_two_admins_erasing_the_same_fact_leave_one_tombstone(world):
@@ -48,7 +25,7 @@ def test_two_admins_erasing_the_same_fact_leave_one_tombstone(world):
     )
     plans = [select_subject(world.workspace, parse_selection({"kind": "ids", "ids": [fact.pk]})) for _ in range(2)]
     by = Actor.of_user(world.admin_user)
-    results, errors = _run_in_threads([lambda p=p: erasure.erase(plan=p, reason="r", by=by) for p in plans])
+    results, errors = race(*[lambda p=p: erasure.erase(plan=p, reason="r", by=by) for p in plans])
     assert len(results) == 1 and len(errors) == 1 and isinstance(errors[0], NothingToErase)
     assert AuditEvent.objects.filter(verb="subject.erased").count() == 1
 
@@ -59,13 +36,9 @@ def test_a_re_mention_racing_the_erasure_leaves_no_trace_of_the_text(world):
     data = FactInput(topic="lockers", content=content, memory_type="decision")
     fact = propose_fact(domain=world.architecture, data=data, by=Actor.of_agent(world.coder), embedding=vector).fact
     plan = select_subject(world.workspace, parse_selection({"kind": "ids", "ids": [fact.pk]}))
-    results, errors = _run_in_threads(
-        [
-            lambda: erasure.erase(plan=plan, reason="r", by=Actor.of_user(world.admin_user)),
-            lambda: propose_fact(
-                domain=world.architecture, data=data, by=Actor.of_agent(world.coder2), embedding=vector
-            ),
-        ]
+    results, errors = race(
+        lambda: erasure.erase(plan=plan, reason="r", by=Actor.of_user(world.admin_user)),
+        lambda: propose_fact(domain=world.architecture, data=data, by=Actor.of_agent(world.coder2), embedding=vector),
     )
     assert all(isinstance(e, EngramError) for e in errors), errors
     assert any(getattr(r, "verb", "") == "subject.erased" for r in results)

@@ -1,15 +1,13 @@
 """Two reviewers approving one review at once: exactly one wins (real threads, real PostgreSQL)."""
 
-import threading
-
 import pytest
-from django.db import connection
 
 from memory.actors import Actor
 from memory.models import AuditEvent, Fact
 from review.errors import ReviewAlreadyResolved
 from review.models import RememberReview
 from review.services import approve_review, reject_review, submit_review
+from tests.races import race
 from tests.review.samples import FILES, OUTPUT
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -24,30 +22,9 @@ def _both_reviewers_decide_every_layer(world):
     WorkspaceMembership.objects.filter(workspace=world.workspace, user=world.reviewer).update(is_admin=True)
 
 
-def _race(*targets):
-    barrier = threading.Barrier(len(targets))
-    results, errors = [], []
-
-    def worker(target):
-        try:
-            barrier.wait()
-            results.append(target())
-        except Exception as exc:  # collected and asserted on below
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=worker, args=(t,)) for t in targets]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    return results, errors
-
-
 def test_two_reviewers_approving_at_once_one_wins_the_other_is_told_it_was_resolved(world):
     review = submit_review(agent=world.coder, session_id="s", output=OUTPUT, files=FILES, repo="web")
-    results, errors = _race(
+    results, errors = race(
         lambda: approve_review(review=review, by=Actor.of_user(world.reviewer)),
         lambda: approve_review(review=review, by=Actor.of_user(world.admin_user)),
     )
@@ -62,7 +39,7 @@ def test_two_reviewers_approving_at_once_one_wins_the_other_is_told_it_was_resol
 
 def test_approve_racing_reject_leaves_one_consistent_outcome(world):
     review = submit_review(agent=world.coder, session_id="s", output=OUTPUT, files=FILES, repo="web")
-    results, errors = _race(
+    results, errors = race(
         lambda: approve_review(review=review, by=Actor.of_user(world.reviewer)),
         lambda: reject_review(review=review, by=Actor.of_user(world.admin_user)),
     )
