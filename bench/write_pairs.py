@@ -1,16 +1,23 @@
 """The labelled write-path pairs (issue 14): development pairs, and a held-out set scored once.
 
 `DEV`: authors A (bench/write_pairs_a.py: engineering notes) and B (bench/write_pairs_b.py:
-conversations, tickets, runbooks, decisions), 465 pairs, free to read while developing. Round 1
-split them once into tuning and held-out halves and spent the held-out half on 2026-12-01; the two
-authors write in different styles, so developing on one and checking on the other (`DEV_A`,
-`DEV_B`) approximates a new author.
+conversations, tickets, runbooks, decisions), 465 pairs: what the rules of
+`memory.similarity.classify` were written against (round 2, frozen at sha256 2dd06644…).
 
-`HELD_OUT`: 1,004 pairs by four authors who saw neither the classifier nor each other's pairs: C and
-D (bench/write_pairs_c.py, _d.py, 506 pairs), E and F (bench/write_pairs_e.py, _f.py, 498 pairs,
-written after round 2 was scored). The round-2 design has not changed since it was frozen, so all
-four are held out for it. Never read while developing; scored once per frozen design. Imported
-lazily on first use of `HELD_OUT`, so the development pairs work without them.
+`TRAIN`: authors A to F, 1,469 pairs — what the second reading (memory/pair_model.py) is trained
+on (bench/train_pair_model.py). C to F were the held-out authors of round 2, each scored once on
+it before becoming training data.
+
+`TUNE_AUTHORS`: C to F and K, L (1,504 pairs): the second reading's thresholds are chosen on them
+(`python -m bench.eval_writes --tune`), each with a probability from a model that never saw its
+author. K and L (bench/write_pairs_k.py, _l.py) were the held-out authors of round 3 — rules plus a
+second reading allowed to settle SAME and CONTRADICTS, scored once and not shipped — and then
+became tuning data.
+
+`HELD_OUT`: authors M and N (bench/write_pairs_m.py, _n.py, 500 pairs), written on 2026-12-01 by
+two authors who saw neither the classifier, the model nor any other pairs, and scored once on the
+frozen round-4 design. Never read while developing. Imported lazily on first use of `HELD_OUT`, so
+the development pairs work without them.
 """
 
 from __future__ import annotations
@@ -22,7 +29,9 @@ from bench.write_pairs_a import PAIRS as PAIRS_A
 from bench.write_pairs_b import PAIRS as PAIRS_B
 
 LABELS = ("same", "contradicts", "separate")
-HELD_OUT_AUTHORS = ("c", "d", "e", "f")
+TRAIN_AUTHORS = ("a", "b", "c", "d", "e", "f")
+TUNE_AUTHORS = ("c", "d", "e", "f", "k", "l")
+HELD_OUT_AUTHORS = ("m", "n")
 
 
 class Pair(NamedTuple):
@@ -35,7 +44,7 @@ class Pair(NamedTuple):
 
 
 class HeldOutMissing(RuntimeError):
-    """The held-out pairs (bench/write_pairs_c.py to _f.py) are not written yet."""
+    """A pair file (bench/write_pairs_X.py) is not written yet."""
 
 
 def _pairs(rows: list[tuple[str, str, str, str, str]], author: str) -> list[Pair]:
@@ -48,9 +57,13 @@ DEV: list[Pair] = DEV_A + DEV_B
 
 
 def held_out() -> list[Pair]:
-    """All held-out pairs (authors C to F). Raises HeldOutMissing if a file is not there yet."""
+    """All held-out pairs (authors K and L). Raises HeldOutMissing if a file is not there yet."""
+    return _authors(HELD_OUT_AUTHORS)
+
+
+def _authors(authors: tuple[str, ...]) -> list[Pair]:
     pairs: list[Pair] = []
-    for author in HELD_OUT_AUTHORS:
+    for author in authors:
         name = f"bench.write_pairs_{author}"
         try:
             module = importlib.import_module(name)
@@ -66,4 +79,6 @@ def __getattr__(name: str) -> list[Pair]:
     # `from bench.write_pairs import HELD_OUT` imports the held-out authors only when asked for
     if name == "HELD_OUT":
         return held_out()
+    if name == "TRAIN":
+        return _authors(TRAIN_AUTHORS)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -39,7 +39,13 @@ from memory.errors import InsufficientPermission, InvalidInput, StateConflict
 from memory.metrics import observe_review_latency
 from memory.models import Agent, Fact, MemoryDomain, MemoryType, Repo, ValidatedBy, Veracity, Workspace
 from memory.services.conflicts import lock_topics
-from memory.services.facts import FactInput, create_episode, embed_live_without_vectors, propose_fact_locked
+from memory.services.facts import (
+    FactInput,
+    create_episode,
+    embed_live_without_vectors,
+    propose_fact_locked,
+    read_before_locking,
+)
 from memory.services.tenancy import create_domain
 from review.access import reviews_for, undecidable_layers
 from review.errors import ReviewAlreadyConsumed, ReviewAlreadyResolved, ReviewNotFound, ReviewStillPending
@@ -416,6 +422,13 @@ def _prepare_vectors(review: RememberReview, by: Actor) -> dict[int, _Planned]:
         if domain is not None:
             embed_live_without_vectors(domain.pk, topic)
     vectors = embed_texts([fact_text(topic, body) for (_, body), topic in zip(planned, topics, strict=True)])
+    read_before_locking(
+        [
+            ((domain.pk, topic), body, vector)
+            for (item, body), topic, vector in zip(planned, topics, vectors, strict=True)
+            if (domain := _domain_for(review, item.layer, by, create=False)) is not None
+        ]
+    )
     return {
         item.pk: _Planned(item.pk, body, vector, topic, item.layer)
         for (item, body), vector, topic in zip(planned, vectors, topics, strict=True)

@@ -37,7 +37,7 @@ from memory.errors import InsufficientPermission, InvalidInput, StateConflict
 from memory.metrics import observe_review_latency
 from memory.models import VERACITY_WEIGHT, Conflict, Episode, Fact, FactMention, FactStatus
 from memory.services.lifecycle import ChallengeReason, challenge_fact
-from memory.similarity import Relation, Verdict, classify, normalise
+from memory.similarity import Relation, Verdict, classify_many, normalise
 
 if TYPE_CHECKING:
     from memory.models import Agent
@@ -103,15 +103,17 @@ _PRECEDENCE = {Relation.SAME: 0, Relation.CONTRADICTS: 1, Relation.UNSURE: 2}
 
 
 def compare(content: str, vector: list[float], live: Iterable[Fact]) -> list[Match]:
-    """The classifier's verdict of `content` against each live fact (pure: no query)."""
-    matches = []
-    for fact in live:
+    """The classifier's verdict of `content` against each live fact (no query): the rules, then
+    the second reading of the pair model (memory.similarity.classify_many)."""
+    facts = list(live)
+    similarities = []
+    for fact in facts:
         if fact.embedding is not None:
-            similarity = cosine(vector, list(fact.embedding))
+            similarities.append(cosine(vector, list(fact.embedding)))
         else:
-            similarity = 1.0 if normalise(fact.content) == normalise(content) else 0.0
-        matches.append(Match(fact, classify(fact.content, content, similarity), similarity))
-    return matches
+            similarities.append(1.0 if normalise(fact.content) == normalise(content) else 0.0)
+    verdicts = classify_many([(f.content, content, s) for f, s in zip(facts, similarities, strict=True)])
+    return [Match(f, v, s) for f, v, s in zip(facts, verdicts, similarities, strict=True)]
 
 
 def choose(matches: Iterable[Match]) -> Match | None:

@@ -50,6 +50,7 @@ from memory.services.facts import (
     embed_live_without_vectors_of,
     future_date_error,
     propose_fact_locked,
+    read_before_locking,
 )
 from memory.services.tenancy import create_domain, effective_level
 
@@ -206,6 +207,7 @@ def record_meeting_decisions(
     vectors = embed_texts([fact_text(t, d) for t, d in zip(topics, decisions, strict=True)])
     if domain is not None:
         embed_live_without_vectors_of((domain.pk, t) for t in topics)
+        read_before_locking([((domain.pk, t), d, v) for t, d, v in zip(topics, decisions, vectors, strict=True)])
     return _record_locked(
         workspace=workspace, by=by, title=title.strip(), day=day, decisions=decisions, topics=topics, vectors=vectors
     )

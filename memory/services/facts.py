@@ -210,7 +210,27 @@ def propose_fact(
     _check_proposal(domain=domain, data=data, by=by)
     vector = embedding if embedding is not None else embed_text(fact_text(data.topic, data.content))
     embed_live_without_vectors(domain.pk, data.topic)
+    read_before_locking([((domain.pk, data.topic), data.content, vector)])
     return _propose_locked(domain=domain, data=data, by=by, vector=vector)
+
+
+def read_before_locking(items: Sequence[tuple[tuple[int, str], str, list[float]]]) -> None:
+    """Compare each (domain+topic, text, vector) with the live facts of its topic, and with the
+    earlier items of the same topic, before any lock is taken: the pair model's answers stay
+    cached, so the locked step that decides again finds them instead of running the model under
+    the locks. What changed meanwhile is still compared under the locks."""
+    keys = {key for key, _, _ in items}
+    if not keys:
+        return
+    which = Q()
+    for domain_id, topic in keys:
+        which |= Q(domain_id=domain_id, topic=topic)
+    live: dict[tuple[int, str], list[Fact]] = {key: [] for key in keys}
+    for fact in Fact.objects.live().filter(which).only("pk", "domain_id", "topic", "content", "embedding"):
+        live[(fact.domain_id, fact.topic)].append(fact)
+    for key, content, vector in items:
+        compare(content, vector, live[key])
+        live[key].append(Fact(content=content, embedding=vector))
 
 
 def propose_fact_locked(*, domain: MemoryDomain, data: FactInput, by: Actor, vector: list[float]) -> ProposalResult:
@@ -264,6 +284,9 @@ def propose_facts(*, items: Sequence[IngestItem], by: Actor) -> list[ProposalRes
         batch = [items[i] for i in accepted]
         vectors = embed_texts([fact_text(i.data.topic, i.data.content) for i in batch], batch_size=32, bulk=True)
         embed_live_without_vectors_of((i.domain.pk, i.data.topic) for i in batch)
+        read_before_locking(
+            [((i.domain.pk, i.data.topic), i.data.content, v) for i, v in zip(batch, vectors, strict=True)]
+        )
         for index, answer in zip(accepted, _ingest_batch(batch, vectors, by, refusals=True), strict=True):
             answers[index] = answer
     return [answers[index] for index in range(len(items))]

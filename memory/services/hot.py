@@ -29,7 +29,7 @@ from memory.services.conflicts import (
 )
 from memory.services.facts import FactInput, Outcome, embed_live_without_vectors, propose_fact
 from memory.services.tenancy import create_domain, require_visible_domain, unknown_domain
-from memory.similarity import Relation, classify
+from memory.similarity import Relation, classify_many
 
 if TYPE_CHECKING:
     from memory.models import Agent
@@ -194,7 +194,7 @@ def merge_near_duplicates(*, domain_id: int, topic: str, by: Actor) -> int:
             if frozenset((a.pk, b.pk)) in settled:
                 continue
             similarity = cosine(list(a.embedding), list(b.embedding))
-            verdict = classify(a.content, b.content, similarity)  # a is the older (pk order)
+            verdict = classify_many([(a.content, b.content, similarity)])[0]  # a is the older (pk order)
             if verdict.kind != Relation.SAME:
                 continue
             keep, drop = sorted(
@@ -248,7 +248,7 @@ def harmonize(*, agent: Agent, domain: MemoryDomain | None = None) -> Harmonizat
                     continue
                 newer, older = (b, a) if (b.observed_at, b.pk) > (a.observed_at, a.pk) else (a, b)
                 similarity = cosine(list(a.embedding), list(b.embedding))
-                verdict = classify(older.content, newer.content, similarity)
+                verdict = classify_many([(older.content, newer.content, similarity)])[0]
                 if verdict.kind == Relation.UNSURE:
                     open_possible_conflict(
                         existing=older,

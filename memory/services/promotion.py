@@ -48,6 +48,7 @@ from memory.services.facts import (
     Outcome,
     embed_live_without_vectors,
     propose_fact_locked,
+    read_before_locking,
     validate_fact_input,
 )
 from memory.services.lifecycle import ChallengeReason, challenge_fact, revalidate_fact
@@ -698,6 +699,7 @@ def _plan_vector(candidate: Candidate, text: str) -> PlannedVector:
     its topic a vector, so the locked step compares without inference."""
     vector = embed_text(fact_text(candidate.topic, text))
     embed_live_without_vectors(candidate.domain_id, candidate.topic)
+    read_before_locking([((candidate.domain_id, candidate.topic), text, vector)])
     return PlannedVector(text, vector)
 
 

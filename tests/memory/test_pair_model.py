@@ -1,0 +1,193 @@
+"""The second reading of a write (issue 14, round 3): the shipped pair model and how it revises
+the rules. Real model where a test claims what the model reads; pure functions elsewhere."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+from django.db import connection
+
+from memory import pair_model
+from memory.similarity import (
+    SECOND_READING,
+    SEPARATE_COSINE,
+    Relation,
+    SecondReading,
+    Verdict,
+    classify,
+    classify_many,
+    second_reading,
+)
+
+T = SecondReading(
+    doubt_same=0.6,
+    doubt_contradicts=0.7,
+    settle_same=0.9,
+    settle_contradicts=0.8,
+    settle_separate=0.85,
+    doubt_separate=0.95,
+)
+
+
+def _v(kind: Relation) -> Verdict:
+    return Verdict(kind, f"{kind.value}: because")
+
+
+@pytest.mark.parametrize(
+    ("rules", "p", "similarity", "expected"),
+    [
+        # the rules' SAME is doubted when the model reads a contradiction
+        (Relation.SAME, (0.3, 0.65, 0.05), 0.9, Relation.UNSURE),
+        (Relation.SAME, (0.5, 0.45, 0.05), 0.9, Relation.SAME),
+        # the rules' CONTRADICTS is doubted when the model reads a restatement
+        (Relation.CONTRADICTS, (0.75, 0.2, 0.05), 0.9, Relation.UNSURE),
+        (Relation.CONTRADICTS, (0.6, 0.35, 0.05), 0.9, Relation.CONTRADICTS),
+        # an unsure pair is settled only by a confident reading, same first
+        (Relation.UNSURE, (0.95, 0.04, 0.01), 0.9, Relation.SAME),
+        (Relation.UNSURE, (0.05, 0.9, 0.05), 0.9, Relation.CONTRADICTS),
+        (Relation.UNSURE, (0.05, 0.05, 0.9), 0.9, Relation.SEPARATE),
+        (Relation.UNSURE, (0.4, 0.4, 0.2), 0.9, Relation.UNSURE),
+        # the rules' SEPARATE close in meaning is doubted on a confident contradiction only
+        (Relation.SEPARATE, (0.01, 0.97, 0.02), SEPARATE_COSINE + 0.01, Relation.UNSURE),
+        (Relation.SEPARATE, (0.01, 0.97, 0.02), SEPARATE_COSINE - 0.01, Relation.SEPARATE),
+        (Relation.SEPARATE, (0.1, 0.8, 0.1), 0.9, Relation.SEPARATE),
+    ],
+)
+def test_the_second_reading_revises_the_rules_only_past_its_thresholds(rules, p, similarity, expected):
+    verdict = second_reading(_v(rules), p, similarity, T)
+    assert verdict.kind == expected
+    if expected != rules:  # a revised verdict says why in the words of its kind
+        opening = {"same": "same meaning: "}.get(expected.value, f"{expected.value}: ")
+        assert verdict.reason.startswith(opening) and "because" in verdict.reason, verdict
+
+
+def test_a_threshold_above_one_never_fires():
+    off = SecondReading(2.0, 2.0, 2.0, 2.0, 2.0, 2.0)
+    for kind in Relation:
+        for p in ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)):
+            assert second_reading(_v(kind), p, 0.99, off).kind == kind
+
+
+def test_the_model_never_merges_or_supersedes_on_its_own():
+    # with the shipped thresholds the model only sends a pair to a person or leaves both facts
+    # live: a SAME or CONTRADICTS verdict always comes from the rules
+    grid = [(x, y, 1.0 - x - y) for x in np.linspace(0, 1, 11) for y in np.linspace(0, 1, 11) if x + y <= 1.0]
+    for kind in Relation:
+        for p in grid:
+            for similarity in (0.5, SEPARATE_COSINE, 0.99):
+                revised = second_reading(_v(kind), p, similarity, SECOND_READING).kind
+                assert revised == kind or revised in (Relation.UNSURE, Relation.SEPARATE), (kind, p, revised)
+
+
+def test_without_the_model_the_rules_decide_alone(monkeypatch, settings):
+    settings.ENGRAM_PAIR_MODEL = False
+    calls: list[Any] = []
+    monkeypatch.setattr(pair_model, "get", lambda: calls.append(1))
+    items = [("Logs are kept for 30 days.", "Logs are kept for 90 days.", 0.93), ("A.", "B.", 0.1)]
+    assert classify_many(items) == [classify(*item) for item in items]
+    assert calls == []
+
+
+def test_far_apart_pairs_the_rules_call_separate_are_not_read_again(monkeypatch):
+    asked: list[list[tuple[str, str]]] = []
+
+    def probabilities(pairs):
+        asked.append(list(pairs))
+        return np.tile(np.array([[0.0, 1.0, 0.0]], dtype=np.float32), (len(pairs), 1))
+
+    monkeypatch.setattr(pair_model, "probabilities", probabilities)
+    monkeypatch.setattr(pair_model, "enabled", lambda: True)
+    verdicts = classify_many([("Redis holds the sessions.", "Format Python with Black.", 0.1)])
+    assert verdicts[0].kind == Relation.SEPARATE
+    assert asked == []
+
+
+def test_the_shipped_weights_were_trained_on_the_development_pairs_of_this_tree():
+    from bench.train_pair_model import data_digest
+    from bench.write_pairs import TRAIN
+
+    card = json.loads(pair_model.CARD.read_text())
+    assert card["data_sha256"] == data_digest(TRAIN)
+    assert card["trained_layers"] == pair_model.TRAINED_LAYERS
+    assert pair_model.WEIGHTS.stat().st_size < 20_000_000  # only the fine-tuned layers ship
+
+
+@pytest.mark.slow
+def test_onnx_and_torch_read_the_same_probabilities():
+    pairs = [
+        ("The API gateway times out after 60 s.", "Gateway requests time out after one minute."),
+        ("The API gateway times out after 60 s.", "The API gateway times out after 90 s."),
+        ("Use tabs for indentation in the Go code.", "The Go service exposes metrics on port 9090."),
+    ]
+    onnx = pair_model.OnnxPairModel(threads=1).probabilities(pairs)
+    torch = pair_model.TorchPairModel(threads=1).probabilities(pairs)
+    assert np.allclose(onnx, torch, atol=2e-3), (onnx, torch)
+    assert np.allclose(onnx.sum(axis=1), 1.0, atol=1e-4)
+
+
+def test_the_second_reading_is_off_unless_asked_for(settings):
+    settings.ENGRAM_PAIR_MODEL = False
+    assert not pair_model.enabled()
+    settings.ENGRAM_PAIR_MODEL = True
+    assert pair_model.enabled()
+
+
+def test_a_proposal_runs_the_pair_model_before_it_takes_its_locks(monkeypatch, world, settings):
+    """The second reading runs while no transaction is open beyond the test's own: under the
+    topic lock the write path finds the model's answers cached."""
+    from memory.actors import Actor
+    from memory.services.facts import FactInput, propose_fact
+
+    settings.ENGRAM_PAIR_MODEL = True
+    domain, by = world.architecture, Actor.of_agent(world.coder)
+    propose_fact(
+        domain=domain,
+        data=FactInput(
+            topic="freeze", content="Deploy freezes start 48 hours before a release.", memory_type="convention"
+        ),
+        by=by,
+    )
+    baseline = len(connection.atomic_blocks)
+    real = pair_model.get
+    calls: list[int] = []
+
+    class Guarded:
+        def probabilities(self, pairs):
+            assert len(connection.atomic_blocks) == baseline, "pair model inference inside a transaction"
+            calls.append(len(pairs))
+            return real().probabilities(pairs)
+
+    monkeypatch.setattr(pair_model, "get", lambda: Guarded())
+    pair_model._cache.clear()
+    result = propose_fact(
+        domain=domain,
+        data=FactInput(
+            topic="freeze", content="Deploy freezes start 36 hours before each release.", memory_type="convention"
+        ),
+        by=by,
+    )
+    assert calls, "the second reading was not asked"
+    assert result.outcome in ("possible_conflict", "conflict_won", "conflict_lost", "created", "re_mentioned")
+
+
+@pytest.mark.slow
+def test_training_on_cached_frozen_states_computes_what_the_full_model_computes():
+    import torch
+
+    from bench import train_pair_model
+
+    tokenizer, encoder, head = pair_model.build(1, attention="eager")
+    encoder.eval()
+    head.eval()
+    pairs = [
+        ("Backups run nightly at 02:00 UTC.", "Nightly backups start at 2 am UTC."),
+        ("A.", "A much longer text here."),
+    ]
+    train_pair_model._frozen_states(tokenizer, encoder, pairs)
+    with torch.inference_mode():
+        cached = train_pair_model._top_logits(encoder, head, pairs)
+        full = pair_model.logits(tokenizer, encoder, head, pairs)
+    assert torch.allclose(cached, full, atol=1e-4), (cached, full)
