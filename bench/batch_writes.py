@@ -84,6 +84,10 @@ def batched(key: str, facts: list[corpus.GeneratedFact]) -> tuple[float, Counter
     return len(facts) / (time.monotonic() - began), outcomes
 
 
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main() -> None:
     print(
         f"batch writes: one client, gunicorn {os.environ['BENCH_WORKERS']} worker(s); {BATCH_FACTS} facts in "
@@ -99,11 +103,16 @@ def main() -> None:
             batched(key, warm[:20])
             one_by_one(key, warm[20:25])
         single_rate, single_outcomes = one_by_one(key, single)
+        single_load = load_average()
         batch_rate, batch_outcomes = batched(key, batch)
+        batch_load = load_average()
     finally:
         stop_server(proc)
-    print(f"one by one (POST facts/):         {single_rate:7.1f} facts/s  {dict(single_outcomes)}")
-    print(f"batches of {BATCH} (POST facts/batch/): {batch_rate:7.1f} facts/s  {dict(batch_outcomes)}")
+    # The load average after each run: the figures are only comparable on an equally busy machine.
+    print(f"one by one (POST facts/):         {single_rate:7.1f} facts/s  {dict(single_outcomes)}  load {single_load}")
+    print(
+        f"batches of {BATCH} (POST facts/batch/): {batch_rate:7.1f} facts/s  {dict(batch_outcomes)}  load {batch_load}"
+    )
     print(
         f"batch speed-up ×{batch_rate / single_rate:.1f}; target ≥ {TARGET:g} facts/s: "
         + ("met" if batch_rate >= TARGET else "NOT met")

@@ -20,7 +20,8 @@ import json
 import os
 import threading
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -86,9 +87,15 @@ class TorchEncoder:
 class OnnxEncoder:
     """The same transformer, tokenizer, mean pooling and normalisation as the sentence-transformers
     pipeline (modules.json: Transformer → Pooling(mean) → Normalize), run by onnxruntime.
-    onnxruntime sessions are thread-safe, so no lock."""
+    onnxruntime sessions are thread-safe, so no lock.
 
-    def __init__(self, threads: int) -> None:
+    `side_by_side` (the bulk encoder): the `threads` run whole batches side by side, each batch on
+    one thread, instead of splitting every operation of one batch between them and handing it back
+    (measured on the bench's facts, 2 threads: 1.29 s of CPU per 100 texts instead of 1.55 s, and
+    less wall time, loaded or not). The same vectors either way. A query is one batch: its
+    encoder keeps splitting operations."""
+
+    def __init__(self, threads: int, *, side_by_side: bool = False) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -96,9 +103,15 @@ class OnnxEncoder:
         max_length = json.loads((source / "sentence_bert_config.json").read_text())["max_seq_length"]
         self.tokenizer = Tokenizer.from_file(str(source / "tokenizer.json"))
         self.tokenizer.enable_truncation(max_length)
+        # Texts are tokenized unpadded and padded per batch (`encode`), with the pad the
+        # tokenizer's own padding would use.
         self.tokenizer.enable_padding()
+        padding = self.tokenizer.padding or {}
+        self.pad_id, self.pad_type_id = int(padding.get("pad_id", 0)), int(padding.get("pad_type_id", 0))
+        self.tokenizer.no_padding()
+        self.side_by_side = threads if side_by_side else 1
         options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
+        options.intra_op_num_threads = 1 if side_by_side else threads
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
@@ -108,21 +121,70 @@ class OnnxEncoder:
         self.session = ort.InferenceSession(str(onnx_file()), options, providers=["CPUExecutionProvider"])
 
     def encode(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
-        # Batches of similar lengths pad less (sentence-transformers does the same).
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        encodings = self.tokenizer.encode_batch(list(texts))
+        lengths = np.array([len(e.ids) for e in encodings], dtype=np.int64)
         out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
-        for start in range(0, len(order), batch_size):
-            picked = order[start : start + batch_size]
-            encodings = self.tokenizer.encode_batch([texts[i] for i in picked])
-            ids = np.array([e.ids for e in encodings], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-            types = np.array([e.type_ids for e in encodings], dtype=np.int64)
+
+        def run(picked: list[int]) -> None:
+            rows, width = len(picked), int(lengths[picked].max())
+            ids = np.full((rows, width), self.pad_id, dtype=np.int64)
+            types = np.full((rows, width), self.pad_type_id, dtype=np.int64)
+            mask = np.zeros((rows, width), dtype=np.int64)
+            for row, index in enumerate(picked):
+                encoding, length = encodings[index], lengths[index]
+                ids[row, :length] = encoding.ids
+                types[row, :length] = encoding.type_ids
+                mask[row, :length] = encoding.attention_mask
             (hidden,) = self.session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": types})
             weights = mask[..., None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
             pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
             out[picked] = pooled
+
+        batches = batches_by_length(lengths, batch_size)
+        if self.side_by_side > 1 and len(batches) > 1:
+            # The largest batches first, so that the threads finish together.
+            batches.sort(key=lambda picked: len(picked) * int(lengths[picked[-1]]), reverse=True)
+            with ThreadPoolExecutor(min(self.side_by_side, len(batches)), thread_name_prefix="engram-embed") as pool:
+                list(pool.map(run, batches))
+        else:
+            for picked in batches:
+                run(picked)
         return out
+
+
+# A batch is cut early, before `batch_size` texts, once padding would add more than PAD_WASTE of
+# its real tokens, but never below MIN_BATCH_TOKENS real tokens (tiny batches run the matrix
+# products less efficiently than padding costs).
+PAD_WASTE = 0.05
+MIN_BATCH_TOKENS = 128
+
+
+def batches_by_length(lengths: np.ndarray, batch_size: int) -> list[list[int]]:
+    """The positions of texts of `lengths` tokens in model batches: sorted by token count, at most
+    `batch_size` each, cut early where the next text would pad the batch more than PAD_WASTE.
+
+    The transformer's cost is the padded tokens it runs: sorted by characters and cut every 32,
+    the bench's facts ran 20–25 % more of them than sorted by tokens with this cut (measured
+    1.68 s → 1.30 s of CPU per 100 facts on one thread). The vectors do not depend on the batch
+    a text lands in (identical, tested): padding is masked out of the pooling."""
+    order = np.argsort(lengths, kind="stable")
+    batches: list[list[int]] = []
+    batch: list[int] = []
+    real = 0
+    for position in order.tolist():
+        length = int(lengths[position])
+        if batch and (
+            len(batch) >= batch_size
+            or (real >= MIN_BATCH_TOKENS and (len(batch) + 1) * length > (1 + PAD_WASTE) * (real + length))
+        ):
+            batches.append(batch)
+            batch, real = [], 0
+        batch.append(position)
+        real += length
+    if batch:
+        batches.append(batch)
+    return batches
 
 
 def onnx_file() -> Path:
@@ -130,13 +192,18 @@ def onnx_file() -> Path:
     process after that. Keyed by the weights' size so a new model package exports again."""
     weights = model_path() / "model.safetensors"
     target = settings.ENGRAM_HOME / "models" / f"{MODEL_NAME}-{weights.stat().st_size}-opset{ONNX_OPSET}.onnx"
+    return export_once(target, _export_onnx)
+
+
+def export_once(target: Path, export: Callable[[Path], None]) -> Path:
+    """`target`, made by `export(target)` unless it exists; one process exports, others wait."""
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be exporting it right now
         if not target.exists():
-            _export_onnx(target)
+            export(target)
     return target
 
 
@@ -185,8 +252,11 @@ def get_encoder(*, bulk: bool = False) -> Encoder:
             encoder = _encoders.get(purpose)
             if encoder is None:
                 threads = settings.ENGRAM_BULK_EMBED_THREADS if bulk else settings.ENGRAM_EMBED_THREADS
-                backend = OnnxEncoder if settings.ENGRAM_EMBED_BACKEND == "onnx" else TorchEncoder
-                encoder = _encoders[purpose] = backend(threads)
+                if settings.ENGRAM_EMBED_BACKEND == "onnx":
+                    encoder = OnnxEncoder(threads, side_by_side=bulk)
+                else:
+                    encoder = TorchEncoder(threads)
+                _encoders[purpose] = encoder
     return encoder
 
 

@@ -17,7 +17,6 @@ Off unless ENGRAM_PAIR_MODEL=1 (config/settings.py says why): the rules alone de
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import threading
@@ -170,16 +169,11 @@ def onnx_file() -> Path:
     """The export, made once per ENGRAM_HOME and weights file (about 3 s, needs torch)."""
     from django.conf import settings
 
+    from memory.embeddings import export_once
+
     digest = hashlib.sha256(WEIGHTS.read_bytes()).hexdigest()[:12]
     target = settings.ENGRAM_HOME / "models" / f"pair-model-{digest}-opset{ONNX_OPSET}.onnx"
-    if target.exists():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.with_suffix(".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be exporting it right now
-        if not target.exists():
-            _export_onnx(target)
-    return target
+    return export_once(target, _export_onnx)
 
 
 def _export_onnx(target: Path) -> None:

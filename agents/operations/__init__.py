@@ -25,7 +25,7 @@ from agents.operations import serializers_as_of as sa
 from agents.operations import serializers_candidates as sc
 from agents.operations import serializers_runs as sr
 from agents.operations.errors import exception_handler
-from agents.operations.inputs import validated
+from agents.operations.inputs import Validator, validated
 from agents.operations.pages import api_url, page_bounds, page_of
 from memory import selectors
 from memory.actors import Actor
@@ -43,6 +43,7 @@ from memory.services import jobs as job_services
 from memory.services import notes as note_services
 from memory.services import policies as policy_services
 from memory.services import promotion
+from memory.services.tenancy import parse_domain_label
 
 
 @dataclass(frozen=True)
@@ -168,9 +169,11 @@ def _fact_input(data: Mapping[str, Any]) -> fact_services.FactInput:
     )
 
 
-def _proposal_body(result: fact_services.ProposalResult) -> dict[str, Any]:
+def _proposal_body(result: fact_services.ProposalResult, fact: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """POST facts/'s answer for one proposal; `fact` is its fact already rendered by FactOut (a batch
+    renders all of its facts at once)."""
     return {
-        "fact": s.FactOut(result.fact).data,
+        "fact": s.FactOut(result.fact).data if fact is None else fact,
         "outcome": result.outcome,
         "conflict_id": result.conflict.pk if result.conflict else None,
         "similarity": round(result.similarity, 4) if result.similarity is not None else None,
@@ -213,38 +216,83 @@ def _refused(index: int, exc: Exception) -> dict[str, Any]:
     return {"index": index, "status": answer.status, "error": answer.body}
 
 
+DomainKey = tuple[str, str | None]
+
+
+def _batch_domains(agent: Agent, keys: set[DomainKey]) -> dict[DomainKey, MemoryDomain | EngramError]:
+    """selectors.domain_for_agent for each (domain label, repo) of a batch, in one query for all
+    instead of one per key: the visible domains named by the batch, matched as domain_for_agent
+    matches (name, and the repo's slug or no repo). A key that is not a plain label, names two
+    repos, or matches no domain or several goes through domain_for_agent itself, which answers
+    it (or raises its error) as for POST facts/."""
+    wanted: dict[DomainKey, tuple[str, str | None]] = {}
+    for key in keys:
+        label, repo = key
+        try:
+            repo_slug, name = parse_domain_label(label)
+        except EngramError:
+            continue
+        if repo_slug and repo and repo_slug != repo:
+            continue
+        wanted[key] = (name, repo_slug or repo)
+    candidates: dict[tuple[str, str | None], list[MemoryDomain]] = {}
+    if wanted:
+        names = {name for name, _ in wanted.values()}
+        for domain in MemoryDomain.objects.visible_to(agent).select_related("repo").filter(name__in=names):
+            slug = domain.repo.slug if domain.repo_id is not None else None
+            candidates.setdefault((domain.name, slug), []).append(domain)
+    found: dict[DomainKey, MemoryDomain | EngramError] = {}
+    for key in keys:
+        match = candidates.get(wanted[key], []) if key in wanted else []
+        if len(match) == 1:
+            found[key] = match[0]
+            continue
+        try:
+            found[key] = selectors.domain_for_agent(agent, domain=key[0], repo=key[1])
+        except EngramError as exc:
+            found[key] = exc
+    return found
+
+
 def propose_facts_batch(agent: Agent, raw: Any) -> Result:
     """propose_facts (POST facts/batch/): each item parsed and written as propose_fact would, in
     order — later items see the earlier ones (re-mentions, conflicts) — and committed together, a
     refused item undone alone (memory.services.facts.propose_facts). 200 with one result per item:
     201 and the proposal, or the item's error status and body (nothing written for it). The batch itself is refused whole (400) only when `items`
-    is missing, empty (`batch_empty`) or too long (`batch_too_large`)."""
+    is missing, empty (`batch_empty`) or too long (`batch_too_large`).
+
+    Per item, the cost is the write's own: the input serializer is built once for the batch
+    (inputs.Validator), the domains are resolved in one query, and the facts are rendered by one
+    FactOut (one query for their origin reviews) — the same answers as POST facts/ item by item."""
     items = batch_items(raw)
     results: dict[int, dict[str, Any]] = {}
-    parsed: list[tuple[int, fact_services.IngestItem]] = []
-    domains: dict[tuple[str, str | None], MemoryDomain | Exception] = {}
+    valid: list[tuple[int, dict[str, Any]]] = []
+    validate = Validator(s.FactProposeIn)
     for index, item in enumerate(items):
         try:
-            data = validated(s.FactProposeIn, item)
-            key = (data["domain"], data.get("repo"))
-            if key not in domains:
-                try:
-                    domains[key] = selectors.domain_for_agent(agent, domain=key[0], repo=key[1])
-                except EngramError as exc:
-                    domains[key] = exc
-            domain = domains[key]
-            if isinstance(domain, Exception):
-                raise domain
-        except (EngramError, ValidationError) as exc:
+            valid.append((index, validate(item)))
+        except ValidationError as exc:
             results[index] = _refused(index, exc)
+    domains = _batch_domains(agent, {(data["domain"], data.get("repo")) for _, data in valid})
+    parsed: list[tuple[int, fact_services.IngestItem]] = []
+    for index, data in valid:
+        domain = domains[(data["domain"], data.get("repo"))]
+        if isinstance(domain, EngramError):
+            results[index] = _refused(index, domain)
             continue
         parsed.append((index, fact_services.IngestItem(domain=domain, data=_fact_input(data))))
     answers = fact_services.propose_facts(items=[item for _, item in parsed], by=Actor.of_agent(agent))
+    written: list[tuple[int, fact_services.ProposalResult]] = []
     for (index, _), answer in zip(parsed, answers, strict=True):
         if isinstance(answer, EngramError):
             results[index] = _refused(index, answer)
         else:
-            results[index] = {"index": index, "status": http.HTTP_201_CREATED, **_proposal_body(answer)}
+            written.append((index, answer))
+    # One FactOut for every written fact (its fields built once, the origin reviews read in one
+    # query), after the whole batch was written: as before, each answer shows its fact as it stands then.
+    facts = s.FactOut([answer.fact for _, answer in written], many=True).data
+    for (index, answer), fact in zip(written, facts, strict=True):
+        results[index] = {"index": index, "status": http.HTTP_201_CREATED, **_proposal_body(answer, fact)}
     ordered = [results[index] for index in range(len(items))]
     created = sum(1 for r in ordered if r["status"] == http.HTTP_201_CREATED)
     return Result(http.HTTP_200_OK, {"results": ordered, "created": created, "failed": len(ordered) - created})

@@ -218,9 +218,12 @@ def read_before_locking(items: Sequence[tuple[tuple[int, str], str, list[float]]
     """Compare each (domain+topic, text, vector) with the live facts of its topic, and with the
     earlier items of the same topic, before any lock is taken: the pair model's answers stay
     cached, so the locked step that decides again finds them instead of running the model under
-    the locks. What changed meanwhile is still compared under the locks."""
+    the locks. What changed meanwhile is still compared under the locks. Nothing to do when the
+    pair model is off (the rules alone are fast)."""
+    from memory import pair_model
+
     keys = {key for key, _, _ in items}
-    if not keys:
+    if not keys or not pair_model.enabled():
         return
     which = Q()
     for domain_id, topic in keys:

@@ -191,3 +191,11 @@ def test_training_on_cached_frozen_states_computes_what_the_full_model_computes(
         cached = train_pair_model._top_logits(encoder, head, pairs)
         full = pair_model.logits(tokenizer, encoder, head, pairs)
     assert torch.allclose(cached, full, atol=1e-4), (cached, full)
+
+
+def test_with_the_model_off_nothing_is_read_before_the_locks(db, settings, django_assert_num_queries):
+    from memory.services.facts import read_before_locking
+
+    settings.ENGRAM_PAIR_MODEL = False
+    with django_assert_num_queries(0):
+        read_before_locking([((1, "topic"), "Some text.", [0.0] * 384)])
