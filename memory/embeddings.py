@@ -96,7 +96,6 @@ class OnnxEncoder:
     encoder keeps splitting operations."""
 
     def __init__(self, threads: int, *, side_by_side: bool = False) -> None:
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         source = model_path()
@@ -110,15 +109,7 @@ class OnnxEncoder:
         self.pad_id, self.pad_type_id = int(padding.get("pad_id", 0)), int(padding.get("pad_type_id", 0))
         self.tokenizer.no_padding()
         self.side_by_side = threads if side_by_side else 1
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1 if side_by_side else threads
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.log_severity_level = 3
-        # Idle pool threads sleep instead of spinning: the CPU they would burn is what the
-        # database and the writing thread need during an import.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self.session = ort.InferenceSession(str(onnx_file()), options, providers=["CPUExecutionProvider"])
+        self.session = onnx_session(onnx_file(), 1 if side_by_side else threads)
 
     def encode(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
         encodings = self.tokenizer.encode_batch(list(texts))
@@ -185,6 +176,20 @@ def batches_by_length(lengths: np.ndarray, batch_size: int) -> list[list[int]]:
     if batch:
         batches.append(batch)
     return batches
+
+
+def onnx_session(path: Path, threads: int) -> Any:
+    """An onnxruntime CPU session on `threads` threads whose idle threads sleep instead of
+    spinning: the CPU they would burn is what the database and the writing thread need."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
 def onnx_file() -> Path:

@@ -133,21 +133,14 @@ class OnnxPairModel:
     a web process never imports torch for it (sessions are thread-safe)."""
 
     def __init__(self, threads: int = 1) -> None:
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        from memory.embeddings import model_path
+        from memory.embeddings import model_path, onnx_session
 
         self.tokenizer = Tokenizer.from_file(str(model_path() / "tokenizer.json"))
         self.tokenizer.enable_truncation(MAX_TOKENS)
         self.tokenizer.enable_padding()
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.log_severity_level = 3
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self.session = ort.InferenceSession(str(onnx_file()), options, providers=["CPUExecutionProvider"])
+        self.session = onnx_session(onnx_file(), threads)
 
     def probabilities(self, pairs: Sequence[tuple[str, str]], batch_size: int = 32) -> np.ndarray:
         if not pairs:
