@@ -230,18 +230,26 @@ def _export_onnx(target: Path) -> None:
                 input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
             ).last_hidden_state
 
+    export_encoder_module(LastHiddenState(), target, "last_hidden_state", {0: "batch", 1: "tokens"})
+
+
+def export_encoder_module(module: Any, target: Path, output: str, output_axes: dict[int, str]) -> None:
+    """Write `module` (taking a BERT tokenizer's input_ids, attention_mask and token_type_ids, any
+    batch and length) to `target` as ONNX, through a temporary file so readers never see half."""
+    import torch
+
     names = ["input_ids", "attention_mask", "token_type_ids"]
     example = tuple(torch.ones((2, 8), dtype=torch.int64) for _ in names)
     partial = target.with_suffix(f".{os.getpid()}.tmp")
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
         torch.onnx.export(
-            LastHiddenState(),
+            module,
             example,
             str(partial),
             input_names=names,
-            output_names=["last_hidden_state"],
-            dynamic_axes={name: {0: "batch", 1: "tokens"} for name in [*names, "last_hidden_state"]},
+            output_names=[output],
+            dynamic_axes={**{name: {0: "batch", 1: "tokens"} for name in names}, output: output_axes},
             opset_version=ONNX_OPSET,
             dynamo=False,
         )

@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,7 +32,6 @@ TRAINED_LAYERS = 2
 MAX_TOKENS = 128
 WEIGHTS = Path(__file__).resolve().parent / "data" / "pair_model.safetensors"
 CARD = WEIGHTS.with_suffix(".json")
-ONNX_OPSET = 17
 
 _model: PairModel | None = None
 _lock = threading.Lock()
@@ -162,7 +160,7 @@ def onnx_file() -> Path:
     """The export, made once per ENGRAM_HOME and weights file (about 3 s, needs torch)."""
     from django.conf import settings
 
-    from memory.embeddings import export_once
+    from memory.embeddings import ONNX_OPSET, export_once
 
     digest = hashlib.sha256(WEIGHTS.read_bytes()).hexdigest()[:12]
     target = settings.ENGRAM_HOME / "models" / f"pair-model-{digest}-opset{ONNX_OPSET}.onnx"
@@ -171,6 +169,8 @@ def onnx_file() -> Path:
 
 def _export_onnx(target: Path) -> None:
     import torch
+
+    from memory.embeddings import export_encoder_module
 
     model = TorchPairModel(threads=1)
 
@@ -187,22 +187,7 @@ def _export_onnx(target: Path) -> None:
             pooled = (out * mask).sum(1) / mask.sum(1).clamp(min=1.0)
             return torch.softmax(self.head(pooled), dim=-1)
 
-    names = ["input_ids", "attention_mask", "token_type_ids"]
-    example = tuple(torch.ones((2, 8), dtype=torch.int64) for _ in names)
-    partial = target.with_suffix(f".{os.getpid()}.tmp")
-    with warnings.catch_warnings(), torch.no_grad():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(
-            Probabilities(),
-            example,
-            str(partial),
-            input_names=names,
-            output_names=["probabilities"],
-            dynamic_axes={**{name: {0: "batch", 1: "tokens"} for name in names}, "probabilities": {0: "batch"}},
-            opset_version=ONNX_OPSET,
-            dynamo=False,
-        )
-    os.replace(partial, target)
+    export_encoder_module(Probabilities(), target, "probabilities", {0: "batch"})
 
 
 PairModel = TorchPairModel | OnnxPairModel
