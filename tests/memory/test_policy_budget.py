@@ -1,11 +1,8 @@
 """Bounded pushes (issue 13.5): the workspace's policy budget is enforced on every way a policy
 becomes active — proposal, revision, activation — under a lock, in services, admin and pages."""
 
-import threading
-
 import pytest
 from django.contrib.auth.models import Permission
-from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
@@ -26,6 +23,7 @@ from memory.services.policies import (
 )
 from memory.services.tenancy import set_grant
 from tests.factories import PolicyFactory
+from tests.races import race
 
 SYSTEM = Actor.of_system("test")
 
@@ -154,25 +152,12 @@ def test_concurrent_proposals_cannot_both_squeeze_under_the_budget(writable):
     rules = [f"Rule number {i} of the race." for i in range(8)]
     line = len(f"- [architecture] {rules[0]}")
     _budget(writable, line + line // 2)  # room for exactly one of them
-    barrier = threading.Barrier(len(rules))
-    created, refused, other = [], [], []
-
-    def worker(rule):
-        try:
-            barrier.wait()
-            created.append(propose_policy(domain=writable.architecture, rule=rule, by=Actor.of_agent(writable.coder)))
-        except PolicyBudgetExceeded:
-            refused.append(rule)
-        except Exception as exc:  # asserted empty below
-            other.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=worker, args=(rule,)) for rule in rules]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
+    by = Actor.of_agent(writable.coder)
+    created, errors = race(
+        *(lambda rule=rule: propose_policy(domain=writable.architecture, rule=rule, by=by) for rule in rules)
+    )
+    refused = [e for e in errors if isinstance(e, PolicyBudgetExceeded)]
+    other = [e for e in errors if not isinstance(e, PolicyBudgetExceeded)]
     assert other == []
     assert len(created) == 1 and len(refused) == 7
     assert Policy.objects.active().count() == 1
