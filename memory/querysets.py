@@ -3,11 +3,13 @@ workspaces and grants: every read path (API, preamble, search, MCP) starts from 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.db import models
-from django.db.models import Case, CharField, Exists, F, OuterRef, Q, Subquery, Value, When
+from django.db.models import BooleanField, Case, CharField, Exists, F, OuterRef, Q, Subquery, Value, When
+from django.db.models.expressions import RawSQL
 from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce, Now
 
@@ -51,6 +53,24 @@ class FactQuerySet(models.QuerySet):
 
     def in_workspace(self, workspace_id: int) -> FactQuerySet:
         return self.filter(workspace_id=workspace_id)
+
+    def of_topics(self, keys: Iterable[tuple[int, str]]) -> FactQuerySet:
+        """Facts of any of the (domain id, topic) `keys`, in one condition whatever their number: a
+        semi-join against the keys unnested from two arrays, which PostgreSQL runs as one lookup per
+        key in fact_live_by_topic (an OR of one `Q(domain_id=…, topic=…)` per key cost Django a
+        filter to build and compile per key, and PostgreSQL a planning branch per key). The
+        redundant topic array keeps it fast on a table not analyzed yet (a new database's first
+        writes), where the planner would otherwise scan the keys again for every live fact."""
+        pairs = sorted(set(keys))
+        topics = [topic for _, topic in pairs]
+        return self.filter(
+            RawSQL(
+                '"memory_fact"."topic" = ANY(%s::text[]) AND ("memory_fact"."domain_id", "memory_fact"."topic") IN '
+                "(SELECT * FROM unnest(%s::bigint[], %s::text[]))",
+                (topics, [domain_id for domain_id, _ in pairs], topics),
+                output_field=BooleanField(),
+            )
+        )
 
     def live(self) -> FactQuerySet:
         """Not superseded and not retired (active or challenged): what conflicts compare against."""

@@ -53,7 +53,7 @@ from memory.services.conflicts import (
 from memory.services.conflicts import decide_winner as decide_winner
 from memory.services.conflicts import reinforce as reinforce
 from memory.services.embedding import schedule_embedding
-from memory.services.tenancy import require_visible_domain
+from memory.services.tenancy import hidden_domains, require_visible_domain
 from memory.similarity import Relation
 
 TOPIC_MAX = 200
@@ -176,15 +176,14 @@ def embed_live_without_vectors(domain_id: int, topic: str) -> None:
 
 def embed_live_without_vectors_of(keys: Iterable[tuple[int, str]]) -> None:
     """embed_live_without_vectors for several (domain id, topic) pairs, in one query."""
-    which = Q()
-    count = 0
-    for domain_id, topic in set(keys):
-        which |= Q(domain_id=domain_id, topic=topic)
-        count += 1
-    if not count:
+    wanted = set(keys)
+    if not wanted:
         return
     rows = list(
-        Fact.objects.live().filter(which, embedding__isnull=True).values_list("pk", "topic", "content")[: 50 * count]
+        Fact.objects.live()
+        .of_topics(wanted)
+        .filter(embedding__isnull=True)
+        .values_list("pk", "topic", "content")[: 50 * len(wanted)]
     )
     if not rows:
         return
@@ -225,11 +224,8 @@ def read_before_locking(items: Sequence[tuple[tuple[int, str], str, list[float]]
     keys = {key for key, _, _ in items}
     if not keys or not pair_model.enabled():
         return
-    which = Q()
-    for domain_id, topic in keys:
-        which |= Q(domain_id=domain_id, topic=topic)
     live: dict[tuple[int, str], list[Fact]] = {key: [] for key in keys}
-    for fact in Fact.objects.live().filter(which).only("pk", "domain_id", "topic", "content", "embedding"):
+    for fact in Fact.objects.live().of_topics(keys).only("pk", "domain_id", "topic", "content", "embedding"):
         live[(fact.domain_id, fact.topic)].append(fact)
     for key, content, vector in items:
         compare(content, vector, live[key])
@@ -262,19 +258,12 @@ def propose_facts(*, items: Sequence[IngestItem], by: Actor) -> list[ProposalRes
     row by row in its own savepoint, so a refused item writes nothing and leaves the others
     written. Answers, per item, its ProposalResult or the EngramError that refused it."""
     answers: dict[int, ProposalResult | EngramError] = {}
-    hidden: dict[int, EngramError | None] = {}
+    hidden = hidden_domains(by.agent, (item.domain for item in items)) if by.agent is not None else {}
     accepted: list[int] = []
     for index, item in enumerate(items):
         try:
-            if by.agent is not None:
-                if item.domain.pk not in hidden:
-                    try:
-                        require_visible_domain(by.agent, item.domain)
-                        hidden[item.domain.pk] = None
-                    except EngramError as error:
-                        hidden[item.domain.pk] = error
-                if (hidden_domain := hidden[item.domain.pk]) is not None:
-                    raise hidden_domain
+            if (hidden_domain := hidden.get(item.domain.pk)) is not None:
+                raise hidden_domain
             check_veracity_authority(by, item.data.veracity, vouched_by_person=item.data.vouched_by_person)
             validate_fact_input(item.data)
             _check_sources(item.domain.workspace_id, item.data.source_observation_ids, by)
@@ -530,8 +519,10 @@ def ingest_facts(
     from queue import Queue
 
     if by.agent is not None:
-        for domain in {item.domain.pk: item.domain for item in items}.values():
-            require_visible_domain(by.agent, domain)
+        hidden = hidden_domains(by.agent, (item.domain for item in items))
+        for item in items:  # the first hidden domain in the items' order, as one check per domain raised it
+            if (hidden_domain := hidden.get(item.domain.pk)) is not None:
+                raise hidden_domain
     episodes: set[tuple[int, int]] = set()
     for item in items:  # every item is checked before anything is written
         check_veracity_authority(by, item.data.veracity, vouched_by_person=item.data.vouched_by_person)
@@ -599,10 +590,7 @@ def _ingest_batch(
         )
     live: dict[tuple[int, str], list[Fact]] = {key: [] for key in keys}
     if keys:
-        which = Q()
-        for domain_id, topic in keys:
-            which |= Q(domain_id=domain_id, topic=topic)
-        for fact in Fact.objects.select_for_update().live().filter(which).order_by("pk"):
+        for fact in Fact.objects.select_for_update().live().of_topics(keys).order_by("pk"):
             live[(fact.domain_id, fact.topic)].append(fact)
 
     pending: list[Fact] = []

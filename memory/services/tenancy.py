@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from django.db import transaction
@@ -44,8 +45,18 @@ def unknown_domain(shown: str) -> InvalidInput:
 def require_visible_domain(agent: Agent, domain: MemoryDomain) -> None:
     """Writes resolve domains by the rule reads use (`MemoryDomain.objects.visible_to`): raise
     `unknown_domain` (400) for another workspace's domain or one the agent's role holds `none` on."""
-    if not MemoryDomain.objects.visible_to(agent).filter(pk=domain.pk).exists():
-        raise unknown_domain(domain.label)
+    if (hidden := hidden_domains(agent, [domain]).get(domain.pk)) is not None:
+        raise hidden
+
+
+def hidden_domains(agent: Agent, domains: Iterable[MemoryDomain]) -> dict[int, InvalidInput]:
+    """require_visible_domain for several domains in one query: the `unknown_domain` error of each
+    domain (by pk) the agent may not write to; a visible domain has no entry."""
+    wanted = {domain.pk: domain for domain in domains}
+    if not wanted:
+        return {}
+    visible = set(MemoryDomain.objects.visible_to(agent).filter(pk__in=wanted).values_list("pk", flat=True))
+    return {pk: unknown_domain(domain.label) for pk, domain in wanted.items() if pk not in visible}
 
 
 @transaction.atomic

@@ -18,7 +18,9 @@ from memory import selectors
 from memory.actors import Actor
 from memory.embeddings import OnnxEncoder, batches_by_length, embed_text, embed_texts, fact_text
 from memory.errors import EngramError
-from memory.services.tenancy import set_grant
+from memory.models import Fact
+from memory.services.tenancy import hidden_domains, require_visible_domain, set_grant
+from tests.factories import DomainFactory, FactFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -105,6 +107,57 @@ def test_the_queries_of_a_batch_do_not_grow_with_its_items(world, api):
 
     count(0, 4)  # the first request of the key notes its use
     assert count(100, 10) == count(200, 40)
+
+
+def test_the_queries_of_a_batch_do_not_grow_with_its_domains_or_topics(world, api):
+    for name in ("operations", "security", "testing"):
+        DomainFactory(workspace=world.workspace, name=name)
+
+    def count(domains: tuple[str, ...], topics: int, first: int) -> int:
+        items = [
+            item(f"t{i % topics}", f"Service {i} keeps its state in store {i}.", domain=domains[i % len(domains)])
+            for i in range(first, first + 12)
+        ]
+        with CaptureQueriesContext(connection) as queries:
+            response = api.post(BATCH, {"items": items}, format="json")
+        assert response.status_code == 200 and response.json()["created"] == 12
+        return len(queries.captured_queries)
+
+    count(("architecture",), 1, 0)  # the first request of the key notes its use
+    many = ("architecture", "conventions", "operations", "security", "testing")
+    assert count(("architecture",), 1, 100) == count(many, 12, 200)
+
+
+def test_of_topics_reads_the_facts_of_exactly_its_domain_topic_pairs(world):
+    arch_a = FactFactory(domain=world.architecture, topic="a")
+    FactFactory(domain=world.architecture, topic="b")
+    conv_b = FactFactory(domain=world.conventions, topic="b")
+    FactFactory(domain=world.conventions, topic="a")  # the topic of one key, the domain of another
+    FactFactory(domain=world.repo_context, topic="a")
+    keys = {(world.architecture.pk, "a"), (world.conventions.pk, "b"), (world.architecture.pk, "missing")}
+    assert sorted(Fact.objects.of_topics(keys).values_list("pk", flat=True)) == [arch_a.pk, conv_b.pk]
+    assert not Fact.objects.of_topics(set()).exists()
+
+
+def test_a_batch_checks_the_visibility_of_all_its_domains_in_one_query(world):
+    set_grant(role=world.coder_role, domain=world.conventions, level="none", by=Actor.of_system("t"))
+    domains = [world.architecture, world.conventions, world.repo_context, world.architecture]
+    with CaptureQueriesContext(connection) as queries:
+        hidden = hidden_domains(world.coder, domains)
+    assert len(queries.captured_queries) == 1
+    assert set(hidden) == {world.conventions.pk}
+    assert operations.error_result(hidden[world.conventions.pk]) == operations.error_result(
+        outcome_of_require(world.coder, world.conventions)
+    )
+    assert outcome_of_require(world.coder, world.architecture) is None
+
+
+def outcome_of_require(agent, domain) -> EngramError | None:
+    try:
+        require_visible_domain(agent, domain)
+    except EngramError as exc:
+        return exc
+    return None
 
 
 def test_batched_vectors_are_the_vectors_of_one_text_at_a_time():
