@@ -1,13 +1,15 @@
 """Train the write path's second reading (memory/pair_model.py) on the development pairs.
 
-    python -m bench.train_pair_model --cv      # leave one author out: out-of-author probabilities
+    python -m bench.train_pair_model --cv      # two tuning authors out at a time: out-of-author probabilities
     python -m bench.train_pair_model --final   # train on every development author, write the weights
 
-Development pairs: authors A to F of bench/write_pairs.py (`TRAIN`). The held-out authors
-(`HELD_OUT`) are never read here. `--cv` trains once per author on the other five and predicts that
-author's pairs, so every development pair gets a probability from a model that never saw its
-author: the thresholds of `memory.similarity.second_reading` are chosen on those (bench.eval_writes
---tune), never on held-out pairs. `--final` trains the shipped model the same way on all six.
+Development pairs: authors A–F and K–N of bench/write_pairs.py (`TRAIN`). The held-out authors
+(`HELD_OUT`) are never read here. `--cv` trains one model per fold of two tuning authors (FOLDS) on
+all the other pairs and predicts that fold's pairs, so every tuning pair gets a probability from a
+model that never saw its author: the thresholds of `memory.similarity.second_reading` are chosen on
+those (bench.eval_writes --tune), never on held-out pairs. `--cv --fold N` runs one fold (run two
+side by side on two cores; the last one to finish writes the merged file). `--final` trains the
+shipped model the same way on all of TRAIN.
 
 The frozen layers' states are computed once per pair and cached, so an epoch runs only the
 trained layers. Fixed before any run (not tuned): the top 2 layers and the head trained, 4 epochs, batch 16,
@@ -39,6 +41,35 @@ LR_LAYERS = 4e-5
 LR_HEAD = 1e-3
 SEED = 7
 CV_FILE = Path(__file__).resolve().parent / "data" / "pair_model_cv.json"
+# Cross-validation folds: two tuning authors held out at a time (four models). A and B, the authors
+# the rules were written against, are never tuned on (bench/write_pairs.py): always trained on.
+FOLDS = (("c", "d"), ("e", "f"), ("k", "l"), ("m", "n"))
+
+
+def _fold_file(fold: int) -> Path:
+    return CV_FILE.with_name(f"{CV_FILE.stem}.fold{fold}.json")
+
+
+def _merge_folds() -> None:
+    """Write CV_FILE once every fold's probabilities are there (and on the current pairs)."""
+    from bench.write_pairs import TRAIN
+
+    digest = data_digest(TRAIN)
+    rows: dict[str, list[float]] = {}
+    for fold in range(len(FOLDS)):
+        path = _fold_file(fold)
+        if not path.exists():
+            print(f"fold {fold} not computed yet: {CV_FILE.name} not written", flush=True)
+            return
+        saved = json.loads(path.read_text())
+        if saved["data"] != digest:
+            print(f"{path.name} was computed on other pairs: run --cv --fold {fold} again", flush=True)
+            return
+        rows.update(saved["probabilities"])
+    CV_FILE.write_text(json.dumps({"data": digest, "probabilities": rows}))
+    for fold in range(len(FOLDS)):
+        _fold_file(fold).unlink()
+    print(f"wrote {CV_FILE} ({len(rows)} pairs)", flush=True)
 
 
 def _examples(pairs: Sequence) -> list[tuple[str, str, int]]:
@@ -183,30 +214,37 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cv", action="store_true", help="leave one author out; write out-of-author probabilities")
     parser.add_argument("--final", action="store_true", help="train on every development author; write the weights")
+    parser.add_argument(
+        "--fold", type=int, choices=range(len(FOLDS)), help="with --cv: only this fold (run folds in parallel)"
+    )
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
     from bench.write_pairs import TRAIN
 
     authors = sorted({p.author for p in TRAIN})
     if args.cv:
-        rows = {}
-        for author in authors:
-            rest = [p for p in TRAIN if p.author != author]
-            own = [p for p in TRAIN if p.author == author]
-            print(f"author {author}: training on {len(rest)} pairs of {len(authors) - 1} others", flush=True)
-            probs = predict(train(rest, threads=args.threads, log=f"{author} "), own)
+        todo = [args.fold] if args.fold is not None else list(range(len(FOLDS)))
+        for fold in todo:
+            held = set(FOLDS[fold])
+            rest = [p for p in TRAIN if p.author not in held]
+            own = [p for p in TRAIN if p.author in held]
+            name = "+".join(a.upper() for a in FOLDS[fold])
+            print(f"fold {fold} ({name}): training on {len(rest)} pairs of the other authors", flush=True)
+            probs = predict(train(rest, threads=args.threads, log=f"{name} "), own)
             accuracy = np.mean(
                 [
                     np.argmax(pr) == ("same", "contradicts", "separate").index(p.label)
                     for p, pr in zip(own, probs, strict=True)
                 ]
             )
-            print(f"author {author}: argmax accuracy {accuracy:.3f} on {len(own)} pairs", flush=True)
-            for p, pr in zip(own, probs, strict=True):
-                rows[f"{p.author}\x1f{p.old}\x1f{p.new}"] = [round(float(x), 5) for x in pr]
-        CV_FILE.parent.mkdir(exist_ok=True)
-        CV_FILE.write_text(json.dumps({"data": data_digest(TRAIN), "probabilities": rows}))
-        print(f"wrote {CV_FILE}")
+            print(f"fold {fold} ({name}): argmax accuracy {accuracy:.3f} on {len(own)} pairs", flush=True)
+            rows = {
+                f"{p.author}\x1f{p.old}\x1f{p.new}": [round(float(x), 5) for x in pr]
+                for p, pr in zip(own, probs, strict=True)
+            }
+            CV_FILE.parent.mkdir(exist_ok=True)
+            _fold_file(fold).write_text(json.dumps({"data": data_digest(TRAIN), "probabilities": rows}))
+        _merge_folds()
     if args.final:
         from safetensors.torch import save_file
 

@@ -4,19 +4,18 @@
 conversations, tickets, runbooks, decisions), 465 pairs: what the rules of
 `memory.similarity.classify` were written against (round 2, frozen at sha256 2dd06644…).
 
-`TRAIN`: authors A to F, 1,469 pairs — what the second reading (memory/pair_model.py) is trained
-on (bench/train_pair_model.py). C to F were the held-out authors of round 2, each scored once on
-it before becoming training data.
+`TRAIN`: authors A to F and K to N, 2,469 pairs — what the second reading (memory/pair_model.py)
+is trained on (bench/train_pair_model.py, round 5). C to F were the held-out authors of round 2,
+K and L of round 3, M and N of round 4, each scored once on its round's frozen design before
+becoming training data.
 
-`TUNE_AUTHORS`: C to F and K, L (1,504 pairs): the second reading's thresholds are chosen on them
-(`python -m bench.eval_writes --tune`), each with a probability from a model that never saw its
-author. K and L (bench/write_pairs_k.py, _l.py) were the held-out authors of round 3 — rules plus a
-second reading allowed to settle SAME and CONTRADICTS, scored once and not shipped — and then
-became tuning data.
+`TUNE_AUTHORS`: C to F and K to N (2,004 pairs): the second reading's thresholds are chosen on them
+(`python -m bench.eval_writes --tune`), each with a probability from a model trained without its
+two-author fold. A and B, the rules' own development pairs, are never tuned on.
 
-`HELD_OUT`: authors M and N (bench/write_pairs_m.py, _n.py, 500 pairs), written on 2026-12-01 by
+`HELD_OUT`: authors O and P (bench/write_pairs_o.py, _p.py, 500 pairs), written on 2026-12-02 by
 two authors who saw neither the classifier, the model nor any other pairs, and scored once on the
-frozen round-4 design. Never read while developing. Imported lazily on first use of `HELD_OUT`, so
+frozen round-5 design. Never read while developing. Imported lazily on first use of `HELD_OUT`, so
 the development pairs work without them.
 """
 
@@ -29,9 +28,9 @@ from bench.write_pairs_a import PAIRS as PAIRS_A
 from bench.write_pairs_b import PAIRS as PAIRS_B
 
 LABELS = ("same", "contradicts", "separate")
-TRAIN_AUTHORS = ("a", "b", "c", "d", "e", "f")
-TUNE_AUTHORS = ("c", "d", "e", "f", "k", "l")
-HELD_OUT_AUTHORS = ("m", "n")
+TRAIN_AUTHORS = ("a", "b", "c", "d", "e", "f", "k", "l", "m", "n")
+TUNE_AUTHORS = ("c", "d", "e", "f", "k", "l", "m", "n")
+HELD_OUT_AUTHORS = ("o", "p")
 
 
 class Pair(NamedTuple):
@@ -57,7 +56,7 @@ DEV: list[Pair] = DEV_A + DEV_B
 
 
 def held_out() -> list[Pair]:
-    """All held-out pairs (authors K and L). Raises HeldOutMissing if a file is not there yet."""
+    """All held-out pairs (HELD_OUT_AUTHORS). Raises HeldOutMissing if a file is not there yet."""
     return _authors(HELD_OUT_AUTHORS)
 
 

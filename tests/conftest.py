@@ -25,6 +25,17 @@ pytest_plugins = ["tests.browser_fixtures"]
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Servers and workers the tests start decide writes by the rules alone (see write_classifier).
+os.environ.setdefault("ENGRAM_PAIR_MODEL", "0")
+
+
+@pytest.fixture(autouse=True)
+def write_classifier(request, settings):
+    """The product runs the write classifier's rules and then the pair model's second reading
+    (ENGRAM_PAIR_MODEL, on by default). Tests pin the rules alone — their pairs and outcomes were
+    written for the rules, which answer in a millisecond — unless marked `second_reading`: those
+    run what a default install runs (the issue-14 cases, the unsure-pair flow, the held-out pairs)."""
+    settings.ENGRAM_PAIR_MODEL = request.node.get_closest_marker("second_reading") is not None
 
 
 @pytest.fixture(autouse=True)

@@ -22,6 +22,12 @@ from memory.services.hot import harmonize, merge_near_duplicates
 # tell, so neither is decided by a machine.
 MIA = "Mia leads the platform team."
 OMAR = "Omar leads the platform team."
+# The second reading (on by default) reads Mia/Omar as two separate facts; squash- against
+# rebase-merging is a pair it is unsure of too.
+UNSURE = {
+    "rules alone": (MIA, OMAR),
+    "second reading": ("We squash-merge pull requests.", "We rebase-merge pull requests."),
+}
 
 
 def propose(world, content, *, topic="team", agent=None, **extra) -> ProposalResult:
@@ -32,10 +38,10 @@ def propose(world, content, *, topic="team", agent=None, **extra) -> ProposalRes
     )
 
 
-def unsure_pair(world) -> tuple[Fact, ProposalResult]:
+def unsure_pair(world, pair: tuple[str, str] = (MIA, OMAR)) -> tuple[Fact, ProposalResult]:
     """Mia's fact by the coder, then Omar's by the planner: a possible conflict."""
-    mia = propose(world, MIA).fact
-    omar = propose(world, OMAR, agent=world.planner)
+    mia = propose(world, pair[0]).fact
+    omar = propose(world, pair[1], agent=world.planner)
     assert omar.outcome == "possible_conflict", omar.reason  # the classifier is unsure of this pair
     return mia, omar
 
@@ -44,10 +50,17 @@ def person(world) -> Actor:
     return Actor.of_user(world.admin_user)
 
 
+@pytest.fixture(params=["rules alone", "second reading"])
+def configured(request, settings):
+    """Runs a test with the rules alone and with the pair model's second reading (the default)."""
+    settings.ENGRAM_PAIR_MODEL = request.param == "second reading"
+    return request.param
+
+
 # --- The three concrete cases -------------------------------------------------------------------
 
 
-def test_tabs_after_spaces_is_not_a_re_mention_of_spaces(world):
+def test_tabs_after_spaces_is_not_a_re_mention_of_spaces(configured, world):
     spaces = propose(world, "Python code is indented with spaces.", topic="style").fact
     tabs = propose(world, "Python code is indented with tabs.", topic="style")
     assert tabs.outcome in ("conflict_won", "conflict_lost", "possible_conflict")
@@ -57,7 +70,7 @@ def test_tabs_after_spaces_is_not_a_re_mention_of_spaces(world):
     assert not FactMention.objects.exists()
 
 
-def test_rebase_after_squash_is_not_a_re_mention_of_squash(world):
+def test_rebase_after_squash_is_not_a_re_mention_of_squash(configured, world):
     squash = propose(world, "Feature branches are merged with squash.", topic="merging").fact
     rebase = propose(world, "Feature branches are merged with rebase.", topic="merging")
     assert rebase.outcome in ("conflict_won", "conflict_lost", "possible_conflict")
@@ -66,7 +79,7 @@ def test_rebase_after_squash_is_not_a_re_mention_of_squash(world):
     assert squash.mention_count == 1 and not squash.mentions.exists()
 
 
-def test_a_restatement_re_mentions_the_original_and_keeps_what_was_said(world):
+def test_a_restatement_re_mentions_the_original_and_keeps_what_was_said(configured, world):
     original = propose(world, "Deploys ship every Tuesday after the standup.", topic="deploys").fact
     again = propose(world, "Deploys go out on Tuesdays after the standup.", topic="deploys", veracity="tool_generated")
     assert again.outcome == "re_mentioned"
@@ -83,7 +96,7 @@ def test_a_restatement_re_mentions_the_original_and_keeps_what_was_said(world):
     assert event.detail["mention"] == mention.pk
 
 
-def test_a_re_mention_is_listed_in_the_fact_detail_newest_first(world, api):
+def test_a_re_mention_is_listed_in_the_fact_detail_newest_first(configured, world, api):
     first = api.post(
         "/api/v1/facts/",
         {
@@ -115,8 +128,8 @@ def test_a_re_mention_is_listed_in_the_fact_detail_newest_first(world, api):
 # --- Unsure: a possible conflict, decided by a person ---------------------------------------------
 
 
-def test_an_unsure_pair_keeps_both_live_with_one_open_possible_conflict(world, api):
-    mia, omar = unsure_pair(world)
+def test_an_unsure_pair_keeps_both_live_with_one_open_possible_conflict(configured, world, api):
+    mia, omar = unsure_pair(world, UNSURE[configured])
     assert Fact.objects.filter(topic="team").live().count() == 2
     conflict = Conflict.objects.get()
     assert (conflict.status, conflict.resolution, conflict.rule) == ("open", "", "")
@@ -128,7 +141,7 @@ def test_an_unsure_pair_keeps_both_live_with_one_open_possible_conflict(world, a
     assert listed["count"] == 1
     row = listed["results"][0]
     assert (row["status"], row["winner"], row["existing"], row["proposed"]) == ("open", None, mia.pk, omar.fact.pk)
-    assert row["proposed_content"] == OMAR and row["winner_content"] is None
+    assert row["proposed_content"] == UNSURE[configured][1] and row["winner_content"] is None
     assert api.get("/api/v1/conflicts/?status=decided").json()["count"] == 0
 
 
@@ -333,6 +346,7 @@ def stream_sentences() -> list[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.second_reading
 def test_a_stream_of_distinct_statements_on_one_topic_is_neither_merged_nor_superseded(world):
     sentences = stream_sentences()
     assert len(sentences) >= 200 and len(set(sentences)) == len(sentences)
