@@ -82,7 +82,7 @@ clean: stop
 # The tuning set first, then each held-out set that exists (written after the design froze).
 eval: install
 	@status=0; $(PY) -m bench.eval || status=1; \
-	for set in eval_heldout_g eval_heldout_h eval_heldout_i eval_heldout_j; do \
+	for set in eval_heldout_g eval_heldout_h eval_heldout_i eval_heldout_j eval_heldout_k eval_heldout_l; do \
 		if [ -f bench/$$set.py ]; then $(PY) -m bench.eval --data bench.$$set || status=1; fi; \
 	done; exit $$status
 

@@ -4,7 +4,8 @@ hybrid: lexical (GIN full text), semantic (HNSW), recency (the most recently act
 relevant facts) and graph (two hops over episode edges from the strongest lexical and
 semantic seeds) are fused by a weighted sum of their min–max normalised scores (weights chosen
 by the query's intent, memory.search.intent; reciprocal-rank fusion is kept as an option and
-measured lower by `make eval`); each candidate is scaled by decay × confidence and boosted
+measured lower by `make eval`); recency adds only in proportion to a fact's direct (lexical +
+semantic) evidence (GATES); each candidate is scaled by decay × confidence and boosted
 when it belongs to the caller's repo; MMR over the embeddings then keeps restatements of
 one fact from crowding out different facts.
 """
@@ -39,6 +40,17 @@ SEEDS = 3
 RELEVANCE_FLOOR = 0.25  # semantic similarity a fact needs to be in the recency voice's pool
 MMR_LAMBDA = 0.5
 MMR_SIMILAR = 0.8
+# How the lexical voice's scores are put on a 0–1 scale in hybrid: "minmax" over its own
+# candidates (its best match is 1.0 however weak), or "coverage": the share of the query's term
+# weight (IDF) a fact matches, so a fact sharing one common word with the query stays low.
+LEXICAL_SCALE = "minmax"
+# Agreement gates of the indirect voices: a candidate's recency or graph contribution is scaled by
+# (1 - gate) + gate × (its direct lexical + semantic evidence relative to the best candidate's), so
+# with gate 1 a fact with no direct evidence gains nothing from being recent. Recency is gated
+# fully: being recent only lifts a fact the query is about. Graph is not gated: a neighbour is
+# found *because* the query does not name it (gating it lost recall on connected queries).
+# Chosen in round 3 of issue 19 by bench/tune_fusion.py (tuning set + G–J).
+GATES = {"recency": 1.0, "graph": 0.0}
 
 
 @dataclass
@@ -170,18 +182,44 @@ def _normalised(name: str, ranked: list[tuple[int, float]]) -> dict[int, float]:
     return {pk: (score - low) / spread if spread > 0 else 1.0 for pk, score in ranked}
 
 
-def fuse(lists: dict[str, list[tuple[int, float]]], weights: dict[str, float]) -> dict[int, float]:
+def fuse(
+    lists: dict[str, list[tuple[int, float]]], weights: dict[str, float], *, lexical_total: float | None = None
+) -> dict[int, float]:
     """Weighted fusion: FUSION "score" sums normalised voice scores (CombSUM), "rrf" sums
-    weighted reciprocal ranks."""
+    weighted reciprocal ranks. With `lexical_total` (the query's summed term weight) the lexical
+    voice is scaled by coverage instead of min–max (LEXICAL_SCALE)."""
     fused: dict[int, float] = {}
     for name, ranked in lists.items():
         weight = weights.get(name, 0.0)
         if FUSION == "rrf":
             contributions = {pk: 1.0 / (RRF_K + i + 1) for i, (pk, _) in enumerate(ranked)}
+        elif name == "lexical" and lexical_total:
+            # the score is (matched IDF + ts_rank ≤ 1) × decay × confidence
+            contributions = {pk: min(1.0, score / (lexical_total + 1.0)) for pk, score in ranked}
         else:
             contributions = _normalised(name, ranked)
         for pk, value in contributions.items():
             fused[pk] = fused.get(pk, 0.0) + weight * value
+    return fused
+
+
+def _hybrid_fusion(
+    lists: dict[str, list[tuple[int, float]]], direct: dict[int, float], weights: dict[str, float]
+) -> dict[int, float]:
+    """The direct evidence (lexical + semantic, already fused) plus the indirect voices, each
+    contribution gated by the candidate's agreement with the direct evidence (GATES)."""
+    fused = dict(direct)
+    top = max(direct.values(), default=0.0) or 1.0
+    for name in ("recency", "graph"):
+        gate = GATES.get(name, 0.0)
+        weight = weights.get(name, 0.0)
+        if FUSION == "rrf":
+            contributions = {pk: 1.0 / (RRF_K + i + 1) for i, (pk, _) in enumerate(lists.get(name, []))}
+        else:
+            contributions = _normalised(name, lists.get(name, []))
+        for pk, value in contributions.items():
+            agreement = max(0.0, direct.get(pk, 0.0)) / top
+            fused[pk] = fused.get(pk, 0.0) + weight * value * ((1.0 - gate) + gate * agreement)
     return fused
 
 
@@ -226,7 +264,8 @@ def search_memory(
         lists["recency"] = voices.temporal(scope, list(dict.fromkeys(pool)), limit=CANDIDATES)
         # Graph seeds are the strongest facts by lexical + semantic evidence; a neighbour inherits
         # the strength of the seed that reaches it (spreading activation over episode edges).
-        direct = fuse({k: lists[k] for k in ("lexical", "semantic")}, WEIGHTS[intent])
+        lexical_total = sum(idf for _, idf, _ in voices.weighted_terms(query)) if LEXICAL_SCALE == "coverage" else None
+        direct = fuse({k: lists[k] for k in ("lexical", "semantic")}, WEIGHTS[intent], lexical_total=lexical_total)
         seeds = sorted(direct, key=lambda pk: -direct[pk])[:SEEDS]
         top = direct[seeds[0]] if seeds else 1.0
         lists["graph"] = voices.graph(scope, seeds, limit=CANDIDATES, strengths={pk: direct[pk] / top for pk in seeds})
@@ -234,9 +273,10 @@ def search_memory(
     ranks = {name: _ranks(ranked) for name, ranked in lists.items()}
     if mode == "keyword":
         fused = {pk: score for pk, score in lists["lexical"]}
+    elif mode == "hybrid":
+        fused = _hybrid_fusion(lists, direct, WEIGHTS[intent])
     else:
-        weights = WEIGHTS[intent] if mode == "hybrid" else {"lexical": 1.0, "semantic": 1.0}
-        fused = fuse(lists, weights)
+        fused = fuse(lists, {"lexical": 1.0, "semantic": 1.0})
     ordered = sorted(fused, key=lambda pk: -fused[pk])[:head]
     if mode != "keyword":
         found = voices.hits_by_id(ordered, extra=reserve)

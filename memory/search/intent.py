@@ -4,11 +4,15 @@
 |------------|---------------------------------------------------------------|---------|----------|-------|---------|
 | lookup     | names an identifier: code-like token, path, number, quotes    | 1.0     | 0.8      | 0.3   | 0.05    |
 | recent     | asks what changed / is latest / new / current                 | 0.5     | 0.8      | 0.3   | 1.0     |
-| relational | asks why, what caused, what is related / affected / connected | 0.35    | 1.0      | 0.7   | 0.05    |
-| general    | anything else (SPEC §6 default order: semantic, graph, lexical, recency) | 0.35 | 1.0 | 0.6 | 0.05 |
+| relational | asks why, what caused, what is related / affected / connected | 0.5     | 1.0      | 0.7   | 0.05    |
+| general    | anything else (SPEC §6 default order: semantic, graph, lexical, recency) | 0.5 | 1.0 | 0.3 | 0.05 |
 
-The weights were tuned on the labelled set of bench/eval_data.py (`make eval`), which has no
-held-out split: treat them as a sensible start, not as optimal for every corpus.
+Recency and graph add to a candidate in proportion to its direct evidence for recency (see
+memory.search.hybrid.GATES). The weights were first tuned on bench/eval_data.py; in round 3 of
+issue 19 (2026-12-02) the lexical weight of relational and general queries went 0.35 → 0.5 and
+the graph weight of general queries 0.6 → 0.3, chosen by `python -m bench.tune_fusion` on the
+tuning set and the spent held-out sets G–J together (998 queries), then frozen before the held-out
+sets K and L were written.
 """
 
 from __future__ import annotations
@@ -27,8 +31,8 @@ class Intent(StrEnum):
 WEIGHTS: dict[Intent, dict[str, float]] = {
     Intent.LOOKUP: {"lexical": 1.0, "semantic": 0.8, "graph": 0.3, "recency": 0.05},
     Intent.RECENT: {"lexical": 0.5, "semantic": 0.8, "graph": 0.3, "recency": 1.0},
-    Intent.RELATIONAL: {"lexical": 0.35, "semantic": 1.0, "graph": 0.7, "recency": 0.05},
-    Intent.GENERAL: {"lexical": 0.35, "semantic": 1.0, "graph": 0.6, "recency": 0.05},
+    Intent.RELATIONAL: {"lexical": 0.5, "semantic": 1.0, "graph": 0.7, "recency": 0.05},
+    Intent.GENERAL: {"lexical": 0.5, "semantic": 1.0, "graph": 0.3, "recency": 0.05},
 }
 
 _IDENTIFIER = re.compile(

@@ -235,3 +235,19 @@ def test_a_very_old_commitment_does_not_break_search(world, mode):
     result = search_memory(agent=world.coder, query="ledger signing key", mode=mode, limit=5)
     assert set(ids(result)) == {old.pk, fresh.pk}
     assert ids(result)[0] == fresh.pk
+
+
+def test_recency_lifts_only_what_the_query_is_about_and_the_graph_is_not_gated():
+    # recency is gated by direct evidence: a fact found only for being recent gains nothing; the
+    # graph voice is not: a neighbour the query does not name keeps its contribution
+    from memory.search.hybrid import GATES, _hybrid_fusion
+
+    assert GATES == {"recency": 1.0, "graph": 0.0}
+    direct = {1: 1.0, 2: 0.5}
+    lists = {"recency": [(3, 0.0), (2, 0.0), (1, 0.0)], "graph": [(4, 0.8)]}
+    weights = {"recency": 1.0, "graph": 0.5}
+    fused = _hybrid_fusion(lists, direct, weights)
+    assert fused[3] == 0.0  # the most recent fact, with no lexical or semantic evidence
+    assert fused[2] == pytest.approx(0.5 + 1.0 / (1.0 + 1 / 5.0) * 0.5)  # its recency × its agreement 0.5
+    assert fused[1] == pytest.approx(1.0 + 1.0 / (1.0 + 2 / 5.0))
+    assert fused[4] == pytest.approx(0.5 * 0.8)
