@@ -556,6 +556,9 @@ def ingest_facts(
         if isinstance(next_batch, BaseException):
             raise next_batch
         batch, vectors = next_batch
+        read_before_locking(
+            [((i.domain.pk, i.data.topic), i.data.content, v) for i, v in zip(batch, vectors, strict=True)]
+        )
         for result in _ingest_batch(batch, vectors, by):
             assert isinstance(result, ProposalResult)  # without `refusals`, a refusal raises
             counts[result.outcome] = counts.get(result.outcome, 0) + 1

@@ -7,6 +7,7 @@ admin asks, never on a timer; each reports what it did in its return value and a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 from django.utils import timezone
 
+from memory import pair_model
 from memory.actors import Actor
 from memory.audit import record_event
 from memory.embeddings import cosine
@@ -176,12 +178,49 @@ def _default_domain(agent: Agent) -> MemoryDomain:
     return create_domain(workspace=workspace, name=DEFAULT_DOMAIN, by=Actor.of_system("consolidate"))
 
 
+def _older_newer(a: Fact, b: Fact) -> tuple[Fact, Fact]:
+    return (a, b) if (b.observed_at, b.pk) > (a.observed_at, a.pk) else (b, a)
+
+
+def _read_pairs_before_locking(
+    domain_id: int, topic: str, orient: Callable[[Fact, Fact], tuple[Fact, Fact]], *, different_authors: bool = False
+) -> None:
+    """Classify a topic's live pairs (each as `orient` gives it: old, new) before its lock is taken,
+    so the pair model's answers are cached when the locked pass below asks again and no inference
+    runs under the lock. Pairs already settled by a person, and with `different_authors` pairs of
+    one author, are skipped as the locked pass skips them. Nothing to do when the model is off."""
+    if not pair_model.enabled():
+        return
+    live = list(
+        Fact.objects.filter(domain_id=domain_id, topic=topic, embedding__isnull=False)
+        .live()
+        .order_by("pk")
+        .only("pk", "content", "embedding", "observed_at", "created_by_agent_id", "created_by_user_id")
+    )
+    if len(live) < 2:
+        return
+    settled = settled_pairs(f.pk for f in live)
+    items = []
+    for a, b in combinations(live, 2):
+        if frozenset((a.pk, b.pk)) in settled:
+            continue
+        if different_authors and (a.created_by_agent_id, a.created_by_user_id) == (
+            b.created_by_agent_id,
+            b.created_by_user_id,
+        ):
+            continue
+        old, new = orient(a, b)
+        items.append((old.content, new.content, cosine(list(a.embedding), list(b.embedding))))
+    classify_many(items)
+
+
 def merge_near_duplicates(*, domain_id: int, topic: str, by: Actor) -> int:
     """Merge live facts of one domain+topic that say the same thing (the classifier's SAME): the
     stronger one (veracity, confidence, mentions, age) absorbs the other — its text kept as a
     mention, its mentions and count added — and the other is superseded by it. A pair a person
     called both true, or is asked about, is left alone."""
     embed_live_without_vectors(domain_id, topic)
+    _read_pairs_before_locking(domain_id, topic, lambda a, b: (a, b))
     merged = 0
     with transaction.atomic():
         lock_topic(domain_id, topic)
@@ -230,6 +269,7 @@ def harmonize(*, agent: Agent, domain: MemoryDomain | None = None) -> Harmonizat
     groups = visible.values_list("domain_id", "topic").order_by("domain_id", "topic").distinct()
     for domain_id, topic in list(groups):
         embed_live_without_vectors(domain_id, topic)  # inference outside the transaction
+        _read_pairs_before_locking(domain_id, topic, _older_newer, different_authors=True)
         with transaction.atomic():
             lock_topic(domain_id, topic)
             live = list(Fact.objects.select_for_update().filter(domain_id=domain_id, topic=topic).live().order_by("pk"))
@@ -246,7 +286,7 @@ def harmonize(*, agent: Agent, domain: MemoryDomain | None = None) -> Harmonizat
                     continue
                 if frozenset((a.pk, b.pk)) in settled:  # a person is asked, or said both are true
                     continue
-                newer, older = (b, a) if (b.observed_at, b.pk) > (a.observed_at, a.pk) else (a, b)
+                older, newer = _older_newer(a, b)
                 similarity = cosine(list(a.embedding), list(b.embedding))
                 verdict = classify_many([(older.content, newer.content, similarity)])[0]
                 if verdict.kind == Relation.UNSURE:

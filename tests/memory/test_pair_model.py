@@ -14,6 +14,7 @@ import pytest
 from django.db import connection
 
 from memory import pair_model
+from memory.actors import Actor
 from memory.similarity import (
     SECOND_READING,
     SEPARATE_COSINE,
@@ -217,3 +218,70 @@ def test_with_the_model_off_nothing_is_read_before_the_locks(db, settings, djang
     settings.ENGRAM_PAIR_MODEL = False
     with django_assert_num_queries(0):
         read_before_locking([((1, "topic"), "Some text.", [0.0] * 384)])
+
+
+@pytest.mark.parametrize("job", ["harmonize", "merge"])
+def test_harmonize_and_merge_run_the_pair_model_before_they_take_their_locks(monkeypatch, world, settings, job):
+    """Consolidation reads a topic's pairs with the model before it locks the topic: under the
+    lock the answers come from the cache."""
+    from memory.embeddings import embed_texts, fact_text
+    from memory.models import Fact
+    from memory.services.hot import harmonize, merge_near_duplicates
+
+    settings.ENGRAM_PAIR_MODEL = True
+    texts = ("Deploy freezes start 48 hours before a release.", "Deploy freezes start 36 hours before each release.")
+    common = dict(workspace=world.workspace, domain=world.architecture, topic="freeze", memory_type="convention")
+    for text, agent, vector in zip(
+        texts, (world.coder, world.planner), embed_texts([fact_text("freeze", t) for t in texts]), strict=True
+    ):
+        Fact.objects.create(content=text, confidence=0.7, created_by_agent=agent, embedding=vector, **common)
+    baseline = len(connection.atomic_blocks)
+    real = pair_model.get()
+    calls: list[int] = []
+
+    class Guarded:
+        def probabilities(self, pairs):
+            assert len(connection.atomic_blocks) == baseline, "pair model inference inside a transaction"
+            calls.append(len(pairs))
+            return real.probabilities(pairs)
+
+    monkeypatch.setattr(pair_model, "get", lambda: Guarded())
+    pair_model._cache.clear()
+    if job == "harmonize":
+        harmonize(agent=world.coder, domain=world.architecture)
+    else:
+        merge_near_duplicates(domain_id=world.architecture.pk, topic="freeze", by=Actor.of_agent(world.coder))
+    assert calls == [1], "the pair was not read once, before the lock"
+
+
+def test_an_import_runs_the_pair_model_before_it_takes_its_locks(monkeypatch, world, settings):
+    from memory.services.facts import FactInput, IngestItem, ingest_facts, propose_fact
+
+    settings.ENGRAM_PAIR_MODEL = True
+    by = Actor.of_agent(world.coder)
+    data = dict(topic="freeze", memory_type="convention")
+    propose_fact(
+        domain=world.architecture,
+        data=FactInput(content="Deploy freezes start 48 hours before a release.", **data),
+        by=by,
+    )
+    baseline = len(connection.atomic_blocks)
+    real = pair_model.get()
+    calls: list[int] = []
+
+    class Guarded:
+        def probabilities(self, pairs):
+            assert len(connection.atomic_blocks) == baseline, "pair model inference inside a transaction"
+            calls.append(len(pairs))
+            return real.probabilities(pairs)
+
+    monkeypatch.setattr(pair_model, "get", lambda: Guarded())
+    pair_model._cache.clear()
+    items = [
+        IngestItem(
+            domain=world.architecture,
+            data=FactInput(content="Deploy freezes start 36 hours before each release.", **data),
+        )
+    ]
+    counts = ingest_facts(items=items, by=by)
+    assert calls and sum(counts.values()) == 1
