@@ -154,6 +154,24 @@ def test_the_second_reading_is_on_by_default_and_can_be_turned_off(settings):
     assert pair_model.enabled()
 
 
+def outside_transactions(monkeypatch) -> list[int]:
+    """From now on the pair model refuses to run inside a transaction beyond the test's own, and
+    records how many pairs each call read; its cache is emptied so every pair is read again."""
+    baseline = len(connection.atomic_blocks)
+    real = pair_model.get()
+
+    class Guarded:
+        def probabilities(self, pairs):
+            assert len(connection.atomic_blocks) == baseline, "pair model inference inside a transaction"
+            calls.append(len(pairs))
+            return real.probabilities(pairs)
+
+    calls: list[int] = []
+    monkeypatch.setattr(pair_model, "get", lambda: Guarded())
+    pair_model._cache.clear()
+    return calls
+
+
 def test_a_proposal_runs_the_pair_model_before_it_takes_its_locks(monkeypatch, world, settings):
     """The second reading runs while no transaction is open beyond the test's own: under the
     topic lock the write path finds the model's answers cached."""
@@ -169,18 +187,7 @@ def test_a_proposal_runs_the_pair_model_before_it_takes_its_locks(monkeypatch, w
         ),
         by=by,
     )
-    baseline = len(connection.atomic_blocks)
-    real = pair_model.get
-    calls: list[int] = []
-
-    class Guarded:
-        def probabilities(self, pairs):
-            assert len(connection.atomic_blocks) == baseline, "pair model inference inside a transaction"
-            calls.append(len(pairs))
-            return real().probabilities(pairs)
-
-    monkeypatch.setattr(pair_model, "get", lambda: Guarded())
-    pair_model._cache.clear()
+    calls = outside_transactions(monkeypatch)
     result = propose_fact(
         domain=domain,
         data=FactInput(
@@ -235,18 +242,7 @@ def test_harmonize_and_merge_run_the_pair_model_before_they_take_their_locks(mon
         texts, (world.coder, world.planner), embed_texts([fact_text("freeze", t) for t in texts]), strict=True
     ):
         Fact.objects.create(content=text, confidence=0.7, created_by_agent=agent, embedding=vector, **common)
-    baseline = len(connection.atomic_blocks)
-    real = pair_model.get()
-    calls: list[int] = []
-
-    class Guarded:
-        def probabilities(self, pairs):
-            assert len(connection.atomic_blocks) == baseline, "pair model inference inside a transaction"
-            calls.append(len(pairs))
-            return real.probabilities(pairs)
-
-    monkeypatch.setattr(pair_model, "get", lambda: Guarded())
-    pair_model._cache.clear()
+    calls = outside_transactions(monkeypatch)
     if job == "harmonize":
         harmonize(agent=world.coder, domain=world.architecture)
     else:
@@ -265,18 +261,7 @@ def test_an_import_runs_the_pair_model_before_it_takes_its_locks(monkeypatch, wo
         data=FactInput(content="Deploy freezes start 48 hours before a release.", **data),
         by=by,
     )
-    baseline = len(connection.atomic_blocks)
-    real = pair_model.get()
-    calls: list[int] = []
-
-    class Guarded:
-        def probabilities(self, pairs):
-            assert len(connection.atomic_blocks) == baseline, "pair model inference inside a transaction"
-            calls.append(len(pairs))
-            return real.probabilities(pairs)
-
-    monkeypatch.setattr(pair_model, "get", lambda: Guarded())
-    pair_model._cache.clear()
+    calls = outside_transactions(monkeypatch)
     items = [
         IngestItem(
             domain=world.architecture,
