@@ -26,7 +26,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +34,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from memory.similarity import NEVER
 
 GOLD = ("same", "contradicts", "separate")
 PREDICTED = ("same", "contradicts", "separate", "unsure")
@@ -313,8 +315,8 @@ def evaluate(part: str, pairs: Sequence, *, authors: Sequence[str] = ()) -> Scor
 
 # ---------------------------------------------------------------- choosing the second reading
 
-GRID_DOUBT = (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 2.0)
-GRID_SETTLE = (0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 2.0)
+GRID_DOUBT = (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, NEVER)
+GRID_SETTLE = (0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, NEVER)
 # Margins kept under the targets when choosing on development pairs: over all tuning
 # pairs, and (round 5) for every tuning author apart, so no author's style carries the choice.
 TUNE_SWALLOWED = 0.015
@@ -367,15 +369,7 @@ def tune(pairs: Sequence, sims: Sequence[float], probs: np.ndarray) -> tuple:
                 scores.errors[(p.category, f"{p.label}->{predicted}")] += 1
         return scores
 
-    off = 2.0
-    base = dict(
-        doubt_same=off,
-        doubt_contradicts=off,
-        settle_same=off,
-        settle_contradicts=off,
-        settle_separate=off,
-        doubt_separate=off,
-    )
+    base = asdict(SecondReading.never())
     # Round 5: the model may send any verdict of the rules to a person, and settle an unsure pair
     # as same, contradicts or separate (round 3 allowed the same and swallowed on new authors; the
     # per-author margins below and four times the tuning authors are this round's guard).

@@ -19,7 +19,7 @@ import itertools
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import StrEnum
 
 from django.conf import settings
@@ -1688,6 +1688,14 @@ class SecondReading:
     settle_separate: float
     doubt_separate: float
 
+    @classmethod
+    def never(cls) -> SecondReading:
+        """Thresholds that never fire (all above 1): the rules' verdicts stand unchanged."""
+        return cls(*(NEVER,) * len(fields(cls)))
+
+
+NEVER = 2.0  # a threshold no probability reaches
+
 
 # Round 5, chosen on 2026-12-02 by `python -m bench.eval_writes --tune` on 2,004 pairs of authors
 # C–F and K–N, each with a probability from a model trained without its two-author fold: the fewest
@@ -1698,10 +1706,10 @@ class SecondReading:
 SECOND_READING = SecondReading(
     doubt_same=0.7,
     doubt_contradicts=0.8,
-    settle_same=2.0,
+    settle_same=NEVER,
     settle_contradicts=0.9,
     settle_separate=0.3,
-    doubt_separate=2.0,
+    doubt_separate=NEVER,
 )
 
 

@@ -69,7 +69,7 @@ def test_the_second_reading_revises_the_rules_only_past_its_thresholds(rules, p,
 
 
 def test_a_threshold_above_one_never_fires():
-    off = SecondReading(2.0, 2.0, 2.0, 2.0, 2.0, 2.0)
+    off = SecondReading.never()
     for kind in Relation:
         for p in ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)):
             assert second_reading(_v(kind), p, 0.99, off).kind == kind
