@@ -31,6 +31,7 @@ os.environ.setdefault("BENCH_WORKERS", "1")  # one client: one request at a time
 os.environ.setdefault("ENGRAM_THROTTLE_RATE", "10000000/min")
 
 from bench import corpus  # noqa: E402
+from bench.common import busy_cpu_seconds, postgres_cpu_seconds  # noqa: E402
 from bench.run import PORT, setup, start_server, stop_server  # noqa: E402  (sets Django up)
 
 BATCH_FACTS = int(os.environ.get("BENCH_BATCH_FACTS", "2000"))
@@ -84,6 +85,33 @@ def batched(key: str, facts: list[corpus.GeneratedFact]) -> tuple[float, Counter
     return len(facts) / (time.monotonic() - began), outcomes
 
 
+class CpuUse:
+    """The CPU seconds a phase used on the whole machine, in PostgreSQL, and in this client."""
+
+    def __enter__(self) -> CpuUse:
+        self.began = (busy_cpu_seconds(), postgres_cpu_seconds(), time.process_time(), time.monotonic())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.ended = (busy_cpu_seconds(), postgres_cpu_seconds(), time.process_time(), time.monotonic())
+
+    def report(self, facts: int) -> str:
+        """Per 100 facts: the machine's CPU seconds and their split, and the most this machine
+        could write if every core were busy all the time on this work."""
+        (busy0, pg0, own0, wall0), (busy1, pg1, own1, wall1) = self.began, self.ended
+        if busy0 is None or busy1 is None or pg0 is None or pg1 is None:
+            return "CPU use: not measurable here (no Linux /proc)"
+        per = 100 / facts
+        busy, postgres, client = (busy1 - busy0) * per, (pg1 - pg0) * per, (own1 - own0) * per
+        cores = os.cpu_count() or 1
+        return (
+            f"CPU per 100 facts: {busy:.2f} s on the whole machine (PostgreSQL {postgres:.2f}, this client "
+            f"{client:.2f}, the web server and the rest {busy - postgres - client:.2f}); {cores} cores "
+            f"{(busy1 - busy0) / (wall1 - wall0) / cores:.0%} busy; at most {cores * 100 / busy:.0f} facts/s "
+            "on this machine were every core busy all the time"
+        )
+
+
 def load_average() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -104,7 +132,8 @@ def main() -> None:
             one_by_one(key, warm[20:25])
         single_rate, single_outcomes = one_by_one(key, single)
         single_load = load_average()
-        batch_rate, batch_outcomes = batched(key, batch)
+        with CpuUse() as batch_cpu:
+            batch_rate, batch_outcomes = batched(key, batch)
         batch_load = load_average()
     finally:
         stop_server(proc)
@@ -113,6 +142,7 @@ def main() -> None:
     print(
         f"batches of {BATCH} (POST facts/batch/): {batch_rate:7.1f} facts/s  {dict(batch_outcomes)}  load {batch_load}"
     )
+    print(batch_cpu.report(len(batch)))
     print(
         f"batch speed-up ×{batch_rate / single_rate:.1f}; target ≥ {TARGET:g} facts/s: "
         + ("met" if batch_rate >= TARGET else "NOT met")

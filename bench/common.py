@@ -28,3 +28,40 @@ def recreate_database() -> str:
         conn.execute(f'CREATE DATABASE "{name}"')
     call_command("migrate", verbosity=0)
     return str(name)
+
+
+def busy_cpu_seconds() -> float | None:
+    """CPU seconds every process of this machine has used so far (user, nice, system, irq and
+    softirq time from /proc/stat; idle, I/O wait and a hypervisor's steal excluded), or None where
+    /proc is not Linux's. Two readings bound what a benchmark could reach on this machine: a rate
+    that needs C CPU seconds per unit cannot exceed cores / C units per second."""
+    import os
+
+    try:
+        with open("/proc/stat") as stat:
+            fields = stat.readline().split()
+    except OSError:
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq = (int(x) for x in fields[1:8])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+def postgres_cpu_seconds() -> float | None:
+    """CPU seconds used so far by the running processes named `postgres` (the server and its
+    backends), or None without a Linux /proc. A backend that exits takes its time with it: read
+    it while the benchmark's connections are open."""
+    import os
+    from pathlib import Path
+
+    if not Path("/proc/self/stat").exists():
+        return None
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # the process ended meanwhile
+            continue
+        name, rest = text[text.index("(") + 1 : text.rindex(")")], text[text.rindex(")") + 2 :].split()
+        if name == "postgres":
+            total += int(rest[11]) + int(rest[12])  # utime, stime (fields 14 and 15 of stat)
+    return total / os.sysconf("SC_CLK_TCK")
