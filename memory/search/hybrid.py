@@ -125,43 +125,54 @@ def _adjust(candidate: Candidate, score: float, repo: str | None, as_of: datetim
 
 
 def _similarities(ids: Sequence[int]) -> dict[tuple[int, int], float]:
-    """Pairwise cosine similarity of the candidates, computed by pgvector in the database (no
-    vectors travel to Python)."""
+    """Cosine similarity of the pairs (a < b) of candidates that are near-restatements of each
+    other (above MMR_SIMILAR), computed by pgvector in the database (no vectors travel to
+    Python). A pair below MMR_SIMILAR makes no difference to _mmr, so it is not sent. Each vector
+    is read once: most rows keep theirs in the TOAST table (a fact's row with its 1.5 kB vector
+    passes 2 kB), and comparing the stored columns pair by pair fetched each one there again for
+    every pair (30 candidates: 435 pairs, ~2,200 buffers, 3–7 ms); the cast makes the pool hold
+    the vectors themselves (~1.4 ms)."""
     if len(ids) < 2:
         return {}
     with voices.reader().cursor() as cursor:
         cursor.execute(
-            "SELECT a.id, b.id, 1 - (a.embedding <=> b.embedding) FROM memory_fact a JOIN memory_fact b "
-            "ON a.id < b.id WHERE a.id = ANY(%s) AND b.id = ANY(%s) "
-            "AND a.embedding IS NOT NULL AND b.embedding IS NOT NULL",
-            [list(ids), list(ids)],
+            "WITH pool AS MATERIALIZED (SELECT id, embedding::real[]::vector AS embedding FROM memory_fact"
+            " WHERE id = ANY(%s) AND embedding IS NOT NULL) SELECT a.id, b.id, 1 - (a.embedding <=> b.embedding)"
+            " FROM pool a JOIN pool b ON a.id < b.id WHERE 1 - (a.embedding <=> b.embedding) > %s",
+            [list(ids), MMR_SIMILAR],
         )
         return {(a, b): float(sim) for a, b, sim in cursor.fetchall()}
 
 
 def _mmr(ranked: list[Candidate], limit: int) -> list[Candidate]:
     """Maximal marginal relevance: each next pick trades relevance against being a restatement
-    of one already picked (similarity above MMR_SIMILAR)."""
+    of one already picked (similarity above MMR_SIMILAR). A candidate's redundancy is kept as the
+    most it has with any pick so far, updated after each pick (the same choice as recomputing it
+    against every pick, in one pass per pick)."""
     if len(ranked) <= 1:
         return ranked[:limit]
     pool = ranked[: max(limit * 3, limit + 5)]
     sims = _similarities([c.pk for c in pool])
     top = max(c.score for c in pool) or 1.0
+    relevance = [MMR_LAMBDA * c.score / top for c in pool]
+    redundancy = [0.0] * len(pool)
     chosen: list[int] = []
     remaining = list(range(len(pool)))
     while remaining and len(chosen) < limit:
         best, best_value = remaining[0], -1e9
         for i in remaining:
-            a = pool[i].pk
-            similarity = max((sims.get((min(a, pool[j].pk), max(a, pool[j].pk)), 0.0) for j in chosen), default=0.0)
-            # Only near-restatements are redundant: facts on one subject that say different
-            # things (similarity ~0.6-0.75) are what a diverse answer should keep.
-            redundancy = max(0.0, (similarity - MMR_SIMILAR) / (1.0 - MMR_SIMILAR))
-            value = MMR_LAMBDA * pool[i].score / top - (1 - MMR_LAMBDA) * redundancy
+            value = relevance[i] - (1 - MMR_LAMBDA) * redundancy[i]
             if value > best_value:
                 best, best_value = i, value
         chosen.append(best)
         remaining.remove(best)
+        picked = pool[best].pk
+        for i in remaining:
+            a = pool[i].pk
+            similarity = sims.get((min(a, picked), max(a, picked)), 0.0)
+            # Only near-restatements are redundant: facts on one subject that say different
+            # things (similarity ~0.6-0.75) are what a diverse answer should keep.
+            redundancy[i] = max(redundancy[i], max(0.0, (similarity - MMR_SIMILAR) / (1.0 - MMR_SIMILAR)))
     return [pool[i] for i in chosen]
 
 

@@ -132,6 +132,69 @@ def test_mmr_removes_restatements(world):
     assert any(h.fact.pk in {o.pk for o in others} for h in hybrid.hits)
 
 
+def test_mmr_picks_as_the_textbook_definition_over_every_pair(world):
+    """_mmr reads only the pairs above MMR_SIMILAR and keeps each candidate's redundancy up to
+    date pick by pick; it must choose exactly what MMR over the full similarity matrix chooses
+    (computed here in numpy from the stored vectors), in the same order."""
+    import numpy as np
+
+    from memory.search import hybrid
+
+    texts = [
+        "Production deploys happen on Tuesdays.",
+        "Deploys to production happen on Tuesdays.",
+        "We deploy to production every Tuesday.",
+        "Production deploys need a green CI run.",
+        "Production deploys are announced in #releases.",
+        "Deploy rollbacks use the previous container image.",
+        "Rollbacks reuse the previous container image.",
+        "The staging database is reset every night.",
+        "Staging's database gets reset nightly.",
+        "Invoices are generated on the first of the month.",
+    ]
+    facts = [make(world, text, topic=f"m{i}") for i, text in enumerate(texts)]
+    ready()
+    vectors = {f.pk: np.asarray(Fact.objects.get(pk=f.pk).embedding, dtype=np.float64) for f in facts}
+    rng = np.random.default_rng(7)
+    for _ in range(5):
+        scores = rng.uniform(0.1, 1.0, len(facts))
+        ranked = [
+            hybrid.Candidate(f.pk, f.memory_type, f.last_mentioned_at, f.confidence, None, float(score))
+            for f, score in sorted(zip(facts, scores, strict=True), key=lambda pair: -pair[1])
+        ]
+        expected = textbook_mmr(ranked, vectors, limit=5)
+        assert [c.pk for c in hybrid._mmr(ranked, 5)] == expected
+    # and the pairs it reads are exactly those above the threshold, with pgvector's similarity
+    pairs = hybrid._similarities([f.pk for f in facts])
+    above = {
+        (min(a, b), max(a, b))
+        for a in vectors
+        for b in vectors
+        if a != b and float(vectors[a] @ vectors[b]) > hybrid.MMR_SIMILAR + 1e-6
+    }
+    assert above and above <= set(pairs)
+    assert all(similarity > hybrid.MMR_SIMILAR for similarity in pairs.values())
+
+
+def textbook_mmr(ranked, vectors, *, limit):
+    from memory.search import hybrid
+
+    top = max(c.score for c in ranked)
+    chosen: list = []
+    remaining = list(ranked)
+    while remaining and len(chosen) < limit:
+
+        def value(c):
+            similarity = max((float(vectors[c.pk] @ vectors[p.pk]) for p in chosen), default=0.0)
+            redundancy = max(0.0, (similarity - hybrid.MMR_SIMILAR) / (1.0 - hybrid.MMR_SIMILAR))
+            return hybrid.MMR_LAMBDA * c.score / top - (1 - hybrid.MMR_LAMBDA) * redundancy
+
+        best = max(remaining, key=value)  # the first of equals, as _mmr
+        chosen.append(best)
+        remaining.remove(best)
+    return [c.pk for c in chosen]
+
+
 def test_repo_boost_ranks_the_repos_fact_first_without_filtering(world):
     general = make(world, "Run the test suite with make test before merging.", topic="tests")
     scoped = make(world, "Run the test suite with npm test before merging.", topic="tests", domain=world.repo_context)
