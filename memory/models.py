@@ -294,6 +294,16 @@ class Fact(models.Model):
             models.CheckConstraint(condition=Q(mention_count__gte=1), name="fact_mentioned_at_least_once"),
         ]
         indexes = [
+            # An agent's or a person's list of facts, newest first: read in order, not sorted (at
+            # 100k facts, a page of GET facts/ took ~210 ms sorting them all, 5 ms with it).
+            models.Index(fields=["workspace", "-created_at", "-id"], name="fact_newest_first"),
+            # Counting a workspace's live facts for a page (by domain, for the `none` grants):
+            # from this index alone, 84 → 10 ms at 100k facts.
+            models.Index(
+                fields=["workspace", "domain"],
+                condition=Q(superseded_by__isnull=True),
+                name="fact_live_by_workspace_domain",
+            ),
             GinIndex(fields=["search_vector"], name="fact_search_gin"),
             HnswIndex(
                 name="fact_embedding_hnsw",

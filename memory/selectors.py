@@ -43,8 +43,11 @@ def domain_for_agent(agent: Agent, *, domain: str, repo: str | None = None) -> M
 
 
 def facts_for_agent(agent: Agent, filters: dict[str, Any]) -> QuerySet[Fact]:
-    """Visible facts with optional domain/topic/status/repo/session_key filters; current ones by default."""
-    qs = Fact.objects.visible_to(agent).select_related("domain__repo")
+    """Visible facts with optional domain/topic/status/repo/session_key filters; current ones by
+    default; newest first (index fact_newest_first). Without the vector and the search vector,
+    which a list never shows (reading a page's vectors from TOAST and parsing them was most of
+    its time)."""
+    qs = Fact.objects.visible_to(agent).select_related("domain__repo").defer("embedding", "search_vector")
     if filters.get("domain"):
         qs = qs.filter(domain=domain_for_agent(agent, domain=filters["domain"], repo=filters.get("repo")))
     elif filters.get("repo"):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from django.db import connection
 
+from memory import selectors
 from memory.models import Fact
 from memory.search import voices
 from tests.factories import DomainFactory
@@ -104,6 +105,13 @@ def test_recall_paths_use_their_indexes_at_30k_facts(world, big_table):
 
     semantic_plan = voices.explain(*voices.semantic_sql(scope, big_table[42].tolist(), limit=50))
     assert "fact_embedding_hnsw" in semantic_plan, semantic_plan
+
+    # An agent's list of facts (GET facts/) reads the newest first from an index instead of
+    # sorting every visible fact, and leaves the vectors it never shows in TOAST.
+    page = selectors.facts_for_agent(world.coder, {})[:20]
+    list_plan = page.explain()
+    assert "fact_newest_first" in list_plan and "Sort" not in list_plan, list_plan
+    assert "embedding" not in str(page.query)
 
     # With ef_search raised (voices.semantic), the exact neighbour comes back first.
     target = Fact.objects.filter(embedding__isnull=False).order_by("pk")[42]
