@@ -455,7 +455,12 @@ class Conflict(models.Model):
                 fields=["existing", "proposed"], condition=Q(status="open"), name="conflict_one_open_per_pair"
             ),
         ]
-        indexes = [models.Index(fields=["workspace", "domain"], name="conflict_open", condition=Q(status="open"))]
+        indexes = [
+            models.Index(fields=["workspace", "domain"], name="conflict_open", condition=Q(status="open")),
+            # GET conflicts/ pages newest first: read in order, not every conflict joined to its
+            # four facts and sorted (586 conflicts: 15 ms before the first row).
+            models.Index(fields=["workspace", "-detected_at", "-id"], name="conflict_newest_first"),
+        ]
 
     def __str__(self) -> str:
         if self.status == self.Status.OPEN:

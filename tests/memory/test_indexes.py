@@ -136,3 +136,20 @@ def test_every_new_connection_searches_hnsw_with_ef_search_200():
     ) as fresh:
         assert fresh.execute("SHOW hnsw.ef_search").fetchone() == ("200",)
     assert voices.EF_SEARCH == 200
+
+
+@pytest.mark.django_db
+def test_a_conflict_list_reads_newest_first_from_its_index_and_never_the_vectors(world):
+    """GET conflicts/ and a fact's conflicts show their facts' text, not their vectors (mostly in
+    TOAST: a page of 50 conflicts read and parsed 200 of them), and a page is read in order from
+    conflict_newest_first rather than joined and sorted whole (checked with sequential scans off:
+    a test table is too small for the planner to prefer it on its own)."""
+    listed = selectors.conflicts_for_agent(world.coder, {})
+    for query in (listed, selectors.conflicts_of([1, 2])):
+        sql = str(query.query)
+        assert '"content"' in sql  # the facts are joined for their text
+        assert "embedding" not in sql and "search_vector" not in sql, sql
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        plan = listed[:50].explain()
+    assert "conflict_newest_first" in plan and "Sort" not in plan, plan
