@@ -53,11 +53,19 @@ def recent_grant_changes(workspace: Workspace, limit: int = 15) -> QuerySet[Audi
     return AuditEvent.objects.filter(workspace=workspace, verb="grant.changed").order_by("-created_at")[:limit]
 
 
+def _ids(domains: QuerySet[MemoryDomain]) -> list[int]:
+    """The domains' ids, for a filter on facts (see browse_facts)."""
+    return list(domains.values_list("pk", flat=True))
+
+
 def browse_facts(user: Any, workspace: Workspace, params: dict[str, str]) -> tuple[QuerySet[Fact], dict[str, Any]]:
     """The memory browser's facts: full-text only (it may rank differently from search_memory),
     filtered by domain, type, veracity, status and repo, within the person's domains."""
     domains = reviewable_domains(user, workspace)
-    qs = Fact.objects.filter(workspace=workspace, domain__in=domains).select_related("domain__repo")
+    # The ids themselves, not a subquery: a workspace's few domains are rarely analysed (too few
+    # changes for autovacuum), so PostgreSQL guessed one domain, fetched every fact of each and
+    # sorted them all (at 100k facts: 430 ms); with the ids it reads fact_newest_first in order.
+    qs = Fact.objects.filter(workspace=workspace, domain__in=_ids(domains)).select_related("domain__repo")
     if params.get("domain"):
         qs = qs.filter(domain_id=int(params["domain"])) if params["domain"].isdecimal() else qs.none()
     for field in ("memory_type", "veracity", "status"):
@@ -163,7 +171,9 @@ def graph_data(
     """Nodes (facts, episodes) and edges (supersession, conflict, episode links) for Cytoscape."""
     domains = reviewable_domains(user, workspace)
     facts_qs = (
-        Fact.objects.filter(workspace=workspace, domain__in=domains).select_related("domain__repo").defer("embedding")
+        Fact.objects.filter(workspace=workspace, domain__in=_ids(domains))
+        .select_related("domain__repo")
+        .defer("embedding", "search_vector")
     )
     if domain_id:
         facts_qs = facts_qs.filter(domain_id=domain_id)

@@ -112,6 +112,13 @@ def test_recall_paths_use_their_indexes_at_30k_facts(world, big_table):
     list_plan = page.explain()
     assert "fact_newest_first" in list_plan and "Sort" not in list_plan, list_plan
     assert "embedding" not in str(page.query)
+    # So does a person's memory browser, whose domains are a short list PostgreSQL rarely has
+    # statistics for (as a subquery it was guessed at one domain, and every fact was sorted).
+    from review.selectors_pages import browse_facts
+
+    browsed, _ = browse_facts(world.admin_user, world.workspace, {})
+    browser_plan = browsed[:50].explain()
+    assert "fact_newest_first" in browser_plan and "Sort" not in browser_plan, browser_plan
 
     # With ef_search raised (voices.semantic), the exact neighbour comes back first.
     target = Fact.objects.filter(embedding__isnull=False).order_by("pk")[42]
