@@ -13,6 +13,8 @@ Near-restatement pairs (same topic, different wording) used to measure diversifi
 
 import re
 
+from bench.eval_rows import fact_row, query_row
+
 MEMORY_TYPES = frozenset({"commitment", "event", "observation", "decision", "convention", "procedure", "profile"})
 VERACITIES = frozenset({"human_stated", "agent_inferred", "imported", "tool_generated"})
 DOMAINS = frozenset({"architecture", "conventions", "incidents", "people", "operations", "security", "context"})
@@ -31,18 +33,7 @@ FACTS: list[dict] = []
 def _add(domain, rows, repo=None):
     """rows: (key, topic, memory_type, veracity, age_days, content)."""
     for key, topic, memory_type, veracity, age_days, content in rows:
-        FACTS.append(
-            {
-                "key": key,
-                "domain": domain,
-                "topic": topic,
-                "content": content,
-                "memory_type": memory_type,
-                "veracity": veracity,
-                "age_days": age_days,
-                "repo": repo,
-            }
-        )
+        FACTS.append(fact_row(key, domain, topic, content, memory_type, veracity, age_days, repo))
 
 
 # --------------------------------------------------------------------------- architecture
@@ -3174,9 +3165,7 @@ _PREFIX = {"identifier": "id", "paraphrase": "para", "recent": "rec", "connected
 
 def _q(category, rows):
     for n, (query, relevant) in enumerate(rows, 1):
-        QUERIES.append(
-            {"id": f"{_PREFIX[category]}-{n:02d}", "category": category, "query": query, "relevant": relevant}
-        )
+        QUERIES.append(query_row(f"{_PREFIX[category]}-{n:02d}", category, query, relevant))
 
 
 _q(

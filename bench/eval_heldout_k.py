@@ -1,18 +1,7 @@
 """Held-out search evaluation set, author K: Harbor Line, written without seeing Engram's ranking."""
 
-
-def _f(key, domain, topic, content, memory_type, veracity, age_days, repo):
-    return {
-        "key": key,
-        "domain": domain,
-        "topic": topic,
-        "content": content,
-        "memory_type": memory_type,
-        "veracity": veracity,
-        "age_days": age_days,
-        "repo": repo,
-    }
-
+from bench.eval_rows import fact_row as _f
+from bench.eval_rows import query_row as _q
 
 BK = "booking"
 GT = "ticketing_gates"
@@ -2429,13 +2418,6 @@ EPISODES = [
         "facts": ["handover_open_issues", "handover_phone", "sp_tkt_3260"],
     },
 ]
-
-
-def _q(qid, category, query, relevant, repo=None):
-    q = {"id": qid, "category": category, "query": query, "relevant": relevant}
-    if repo is not None:
-        q["repo"] = repo
-    return q
 
 
 ID = "identifier"

@@ -5,23 +5,13 @@ Facts are runbooks, ADRs (ADR-0xx), sprint decisions, incidents and a product as
 memories of customer conversations. "Today" is a Thursday in late November 2024.
 """
 
+from bench.eval_rows import fact_row as _f
+from bench.eval_rows import query_row as _q
+
 HS = "human_stated"
 AI = "agent_inferred"
 IM = "imported"
 TG = "tool_generated"
-
-
-def _f(key, domain, topic, content, memory_type, veracity, age_days, repo=None):
-    return {
-        "key": key,
-        "domain": domain,
-        "topic": topic,
-        "content": content,
-        "memory_type": memory_type,
-        "veracity": veracity,
-        "age_days": age_days,
-        "repo": repo,
-    }
 
 
 FACTS = [
@@ -2282,13 +2272,6 @@ EPISODES = [
         "facts": ["reorg_platform_team", "search_owner_new", "reorg_oncall_split", "reorg_channel"],
     },
 ]
-
-
-def _q(qid, category, query, relevant, repo=None):
-    q = {"id": qid, "category": category, "query": query, "relevant": relevant}
-    if repo is not None:
-        q["repo"] = repo
-    return q
 
 
 QUERIES = [
