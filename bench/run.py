@@ -8,9 +8,11 @@ In its own database (ENGRAM_DB_NAME=engram_bench, recreated), for each size:
      alone, then again with a streaming read replica (bench.replica: a hot standby of the
      embedded cluster, DATABASE_REPLICA_URLS, a Redis cache for the read-your-writes pins),
      side by side in one table;
-  3. measure a plain pgvector top-10 query (SQL only, precomputed vector) at the same
-     concurrencies beside them, and HNSW recall@10 against exact search at ef_search
-     40 / 100 / 200 / 400 (the database uses 200).
+  3. measure, at the same concurrencies beside them, what any request costs here (the floors:
+     GET /healthz, and GET me/, an authenticated request that does nothing), a plain pgvector
+     top-10 query (SQL only, precomputed vector) and PostgreSQL's own full-text top-10 (SQL
+     only, every word required, by ts_rank), and HNSW recall@10 against exact search at
+     ef_search 40 / 100 / 200 / 400 (the database uses 200).
 
 Options (environment): BENCH_SIZES=10000,100000  BENCH_SECONDS=12  BENCH_CLIENTS=1,2,4
   BENCH_WORKERS=3  BENCH_REPLICA=1 (0: the primary only)
@@ -21,6 +23,7 @@ The targets (issue 22) are read at 2 clients on the primary alone.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -30,7 +33,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -198,18 +201,28 @@ def post(path: str, body: dict, key: str) -> float:
         method="POST",
         headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
     )
+    return _timed(request)
+
+
+def get(path: str, key: str | None) -> float:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return _timed(urllib.request.Request(f"http://127.0.0.1:{PORT}{path}", headers=headers))
+
+
+def _timed(request: urllib.request.Request) -> float:
+    """ms from sending `request` to having read its whole answer (a 200)."""
     began = time.perf_counter()
     with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
         response.read()
         if response.status != 200:
-            raise RuntimeError(f"{path} answered {response.status}")
+            raise RuntimeError(f"{request.full_url} answered {response.status}")
     return (time.perf_counter() - began) * 1000
 
 
-def load(name: str, make_body, path: str, key: str, clients: int = 2) -> dict:
-    """`clients` threads for SECONDS each; latencies in ms."""
+def load(name: str, send: Callable[[int], float], clients: int = 2) -> dict:
+    """`clients` threads sending `send(i)` for SECONDS each; latencies in ms."""
     for i in range(10):  # warm every worker
-        post(path, make_body(i), key)
+        send(i)
     latencies: list[float] = []
     errors = 0
     lock = threading.Lock()
@@ -220,7 +233,7 @@ def load(name: str, make_body, path: str, key: str, clients: int = 2) -> dict:
         i = c * 100_000
         while time.monotonic() < stop:
             try:
-                ms = post(path, make_body(i), key)
+                ms = send(i)
                 with lock:
                     latencies.append(ms)
             except Exception:
@@ -269,8 +282,8 @@ def summarise(name: str, latencies: list[float], errors: int) -> dict:
     }
 
 
-def pgvector_baseline(vectors: list[list[float]], clients: int = 2) -> dict:
-    """Plain pgvector top-10 over the same table: SQL only, vector precomputed, `clients` at once."""
+def sql_baseline(name: str, sql: str, params: Callable[[int], list], clients: int = 2) -> dict:
+    """`sql` alone (no HTTP, no Django) over the same table, `clients` connections at once."""
     settings = connections["default"].settings_dict
     latencies: list[float] = []
     lock = threading.Lock()
@@ -286,13 +299,9 @@ def pgvector_baseline(vectors: list[list[float]], clients: int = 2) -> dict:
         ) as conn:
             i = c
             while time.monotonic() < stop:
-                vector = "[" + ",".join(f"{x:.6f}" for x in vectors[i % len(vectors)]) + "]"
+                values = params(i)
                 began = time.perf_counter()
-                conn.execute(
-                    "SELECT id FROM memory_fact WHERE superseded_by_id IS NULL AND status = 'active' "
-                    "ORDER BY embedding <=> %s::vector LIMIT 10",
-                    [vector],
-                ).fetchall()
+                conn.execute(sql, values).fetchall()
                 with lock:
                     latencies.append((time.perf_counter() - began) * 1000)
                 i += clients
@@ -302,7 +311,31 @@ def pgvector_baseline(vectors: list[list[float]], clients: int = 2) -> dict:
         t.start()
     for t in threads:
         t.join()
-    return summarise("pgvector top-10 (SQL)", latencies, 0)
+    return summarise(name, latencies, 0)
+
+
+def pgvector_baseline(vectors: list[list[float]], clients: int = 2) -> dict:
+    """Plain pgvector top-10 over the same table: SQL only, vector precomputed."""
+
+    def vector(i: int) -> list:
+        return ["[" + ",".join(f"{x:.6f}" for x in vectors[i % len(vectors)]) + "]"]
+
+    sql = (
+        "SELECT id FROM memory_fact WHERE superseded_by_id IS NULL AND status = 'active' "
+        "ORDER BY embedding <=> %s::vector LIMIT 10"
+    )
+    return sql_baseline("pgvector top-10 (SQL)", sql, vector, clients)
+
+
+def fulltext_baseline(tasks: list[str], clients: int = 2) -> dict:
+    """PostgreSQL's own full-text top-10 over the same table and tasks: SQL only, every word of the
+    task required (plainto_tsquery), ordered by ts_rank — no IDF, decay or grants."""
+    sql = (
+        "SELECT id FROM memory_fact WHERE superseded_by_id IS NULL AND status = 'active' "
+        "AND search_vector @@ plainto_tsquery('english', %s) "
+        "ORDER BY ts_rank(search_vector, plainto_tsquery('english', %s)) DESC LIMIT 10"
+    )
+    return sql_baseline("full-text top-10 (SQL)", sql, lambda i: [tasks[i % len(tasks)]] * 2, clients)
 
 
 def hnsw_recall(vectors: list[list[float]]) -> dict[int, float]:
@@ -330,28 +363,41 @@ def hnsw_recall(vectors: list[list[float]]) -> dict[int, float]:
     return results
 
 
-ENDPOINTS = ("preamble", "keyword", "semantic", "hybrid")
+# What any request costs on this machine, measured beside the endpoints: an unauthenticated health
+# check and an authenticated request that does nothing (key → agent, throttle, DRF, JSON).
+# A target below the floor leaves that much less for the search itself.
+FLOORS = {"floor: GET /healthz": ("/healthz", False), "floor: GET me/ (auth)": ("/api/v1/me/", True)}
+
+
+def _get_floor(path: str, key: str | None, i: int) -> float:
+    return get(path, key)
 
 
 def measure_endpoints(key: str, tasks: list[str], server: str, extra_env: dict[str, str] | None = None) -> list[dict]:
-    """One gunicorn (primary alone, or with a replica): every endpoint at each client count."""
-    bodies = {
-        "preamble": ("/api/v1/preamble/", lambda i: {"task": tasks[i % len(tasks)], "repo": corpus.REPOS[i % 5]}),
-        "keyword": ("/api/v1/search/", lambda i: {"query": tasks[i % len(tasks)], "mode": "keyword"}),
-        "semantic": ("/api/v1/search/", lambda i: {"query": tasks[i % len(tasks)], "mode": "semantic"}),
-        "hybrid": ("/api/v1/search/", lambda i: {"query": tasks[i % len(tasks)]}),
+    """One gunicorn (primary alone, or with a replica): every endpoint, then the floors, at each
+    client count."""
+
+    def task(i: int) -> str:
+        return tasks[i % len(tasks)]
+
+    sends: dict[str, Callable[[int], float]] = {
+        "preamble": lambda i: post("/api/v1/preamble/", {"task": task(i), "repo": corpus.REPOS[i % 5]}, key),
+        "keyword": lambda i: post("/api/v1/search/", {"query": task(i), "mode": "keyword"}, key),
+        "semantic": lambda i: post("/api/v1/search/", {"query": task(i), "mode": "semantic"}, key),
+        "hybrid": lambda i: post("/api/v1/search/", {"query": task(i)}, key),
     }
+    for name, (path, authenticated) in FLOORS.items():
+        sends[name] = functools.partial(_get_floor, path, key if authenticated else None)
     proc = start_server(extra_env)
     rows = []
     try:
         warm_up(key, tasks)
         for clients in CLIENT_COUNTS:
-            for name in ENDPOINTS:
-                path, body = bodies[name]
-                row = load(name, body, path, key, clients)
+            for name, send in sends.items():
+                row = load(name, send, clients)
                 rows.append({**row, "clients": clients, "server": server, "load": _load_average()})
                 print(
-                    f"  {server:<10}{name:<10}{clients} clients: p50 {row['p50']:.1f} p95 {row['p95']:.1f} ms",
+                    f"  {server:<10}{name:<22}{clients} clients: p50 {row['p50']:.1f} p95 {row['p95']:.1f} ms",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -406,6 +452,7 @@ def measure(key: str, size: int, ingest_rate: float) -> dict:
     rows = measure_endpoints(key, tasks, PRIMARY)
     for clients in CLIENT_COUNTS:
         rows.append({**pgvector_baseline(vectors, clients), "clients": clients, "server": PRIMARY})
+        rows.append({**fulltext_baseline(tasks, clients), "clients": clients, "server": PRIMARY})
     if REPLICA:
         connections.close_all()
         with replica_env() as extra_env:
@@ -441,7 +488,7 @@ def report(result: dict) -> None:
     rows = {(r["name"], r["server"], r["clients"]): r for r in result["rows"]}
     counts = sorted({r["clients"] for r in result["rows"]})
     plural = {c: f"{c} client{'s' if c > 1 else ''} p50/p95/p99" for c in counts}
-    header = f"{'endpoint':<24}{'server':<11}" + "".join(f"{plural[c]:>26}" for c in counts)
+    header = f"{'endpoint':<26}{'server':<11}" + "".join(f"{plural[c]:>26}" for c in counts)
     print(header + "  errors  target")
     names = dict.fromkeys(r["name"] for r in result["rows"])
     for name in names:
@@ -457,7 +504,14 @@ def report(result: dict) -> None:
             if target is not None and server == PRIMARY and at_target is not None:
                 met = at_target["p95"] <= target
                 verdict = f"p95 ≤ {target:g} ms at {TARGET_CLIENTS} clients: " + ("met" if met else "NOT met")
-            print(f"{name:<24}{server:<11}{cells}{errors:>8}  {verdict}")
+            print(f"{name:<26}{server:<11}{cells}{errors:>8}  {verdict}")
+    floor = rows.get(("floor: GET me/ (auth)", PRIMARY, TARGET_CLIENTS))
+    if floor is not None:
+        left = ", ".join(f"{name} {target - floor['p95']:.1f} ms" for name, target in TARGETS.items())
+        print(
+            f"an authenticated request that does nothing: p95 {floor['p95']:.1f} ms at {TARGET_CLIENTS} clients; "
+            f"what each target leaves for the work itself: {left}"
+        )
     loads = [r["load"] for r in result["rows"] if "load" in r]
     if loads:
         print(
