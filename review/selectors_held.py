@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Prefetch
+from django.db.models import Prefetch, Q
 
 from memory.models import Candidate, PromotionStatus, Replay
 from memory.services.promotion import Scorecard, compute_gates, failing
@@ -43,25 +43,39 @@ def waiting_label(candidate: Candidate, gates: Scorecard) -> str:
 
 
 def waiting_candidates(
-    workspaces: Any, domain_ids: set[int] | None, *, since: datetime | None = None, limit: int = 200
+    workspaces: Any,
+    domain_ids: set[int] | None,
+    *,
+    since: datetime | None = None,
+    limit: int = 200,
+    oldest: bool = False,
+    agent: str | None = None,
+    pk: int | None = None,
 ) -> list[Candidate]:
-    """Open candidates of these domains that need a person or a replay, newest first, each with
-    `gates`, `waiting_on` and `waiting_label` set. Candidates requiring human review are always
-    listed (approved ones too, until promoted or denied); others while a gate a person or a replay
-    can satisfy still blocks them. `domain_ids` None: every domain of the workspaces. A bounded
-    number of queries per `limit` rows."""
+    """Open candidates of these domains that need a person or a replay, newest first (`oldest`:
+    oldest first), each with `gates`, `waiting_on` and `waiting_label` set. Candidates requiring
+    human review are always listed (approved ones too, until promoted or denied); others while a
+    gate a person or a replay can satisfy still blocks them. `domain_ids` None: every domain of the
+    workspaces; `agent`: only those its submitter's name (an agent's, else the submitter's label)
+    is; `pk`: only that one. A bounded number of queries per `limit` rows."""
     candidates = (
         Candidate.objects.open()
         .filter(workspace__in=workspaces)
         .exclude(promotion_status__in=[PromotionStatus.BLOCKED, PromotionStatus.HARNESS_FIX])
         .select_related("workspace", "domain__repo", "human_approved_by", "submitted_by_agent")
         .prefetch_related(Prefetch("replays", queryset=Replay.objects.select_related("recorded_by_agent")))
-        .order_by("-created_at", "-id")
+        .order_by(*(("created_at", "id") if oldest else ("-created_at", "-id")))
     )
     if domain_ids is not None:
         candidates = candidates.filter(domain_id__in=domain_ids)
     if since:
         candidates = candidates.filter(created_at__lt=since)
+    if agent:
+        candidates = candidates.filter(
+            Q(submitted_by_agent__name=agent) | Q(submitted_by_agent__isnull=True, submitted_by_label=agent)
+        )
+    if pk is not None:
+        candidates = candidates.filter(pk=pk)
     found: list[Candidate] = []
     for candidate in candidates.iterator(chunk_size=limit):
         gates = compute_gates(candidate)

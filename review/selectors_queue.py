@@ -27,6 +27,7 @@ KINDS = {
 # possible conflicts need a side chosen, remember reviews an item-by-item look: one at a time.
 BULK_KINDS = {"candidate": ("approve", "deny"), "challenged": ("revalidate", "deprecate")}
 MAX_AGE_DAYS = 36_500
+LIST_LIMIT = 200
 
 
 @dataclass
@@ -67,9 +68,15 @@ class QueueEntry:
         return getattr(self.obj, "submitted_by_label", "") if self.kind == "candidate" else ""
 
 
-def queue(user: Any, params: dict[str, str], *, limit: int = 200) -> tuple[list[QueueEntry], dict[str, int]]:
-    """Entries filtered by workspace, domain, kind and age, newest (default) or oldest first, and
-    the count of each kind. A bounded number of queries whatever the queue's length."""
+def queue(
+    user: Any, params: dict[str, str], *, limit: int | None = None, pk: int | None = None
+) -> tuple[list[QueueEntry], dict[str, int]]:
+    """Entries filtered by workspace, domain, kind, agent and age, newest (default) or oldest
+    first, at most `limit` (LIST_LIMIT; 0: none, the counts only) of each kind, and the count of each kind over every
+    filtered item, listed or not. With `pk`, only the item of that primary key (entry_for): an
+    item past the list is as much the person's as a listed one. A bounded number of queries
+    whatever the queue's length."""
+    limit = LIST_LIMIT if limit is None else limit
     domain_ids = reviewable_domain_ids(user)
     workspaces = Workspace.objects.for_user(user)
     if params.get("workspace"):
@@ -82,16 +89,30 @@ def queue(user: Any, params: dict[str, str], *, limit: int = 200) -> tuple[list[
     if params.get("age", "").isdecimal():  # a century at most: further back is before year 1
         since = timezone.now() - timedelta(days=min(int(params["age"]), MAX_AGE_DAYS))
     kinds = [params["kind"]] if params.get("kind") in KINDS else list(KINDS)
-
+    oldest = params.get("order") == "oldest"
+    agent = params.get("agent") or None
     entries: list[QueueEntry] = []
+    counts = dict.fromkeys(KINDS, 0)
+
+    def take(kind: str, items: QuerySet[Any], moment: str, by_agent: Q) -> list[Any]:
+        """The first `limit` items in the page's order (counted, all of them, when there are more)."""
+        if since:
+            items = items.filter(**{f"{moment}__lt": since})
+        if agent:
+            items = items.filter(by_agent)
+        if pk is not None:
+            items = items.filter(pk=pk)
+        ordered = items.order_by(*((moment, "id") if oldest else (f"-{moment}", "-id")))
+        first = list(ordered[:limit]) if limit else []
+        counts[kind] = len(first) if len(first) < limit else items.count()
+        return first
+
     if "remember" in kinds and not params.get("domain"):
         reviews = (
             reviews_for(user, RememberReview.objects.all())
             .filter(status="pending", workspace__in=workspaces)
             .select_related("workspace", "agent", "repo")
         )
-        if since:
-            reviews = reviews.filter(created_at__lt=since)
         entries += [
             QueueEntry(
                 "remember",
@@ -102,11 +123,22 @@ def queue(user: Any, params: dict[str, str], *, limit: int = 200) -> tuple[list[
                 r.created_at,
                 r,
             )
-            for r in reviews[:limit]
+            for r in take("remember", reviews, "created_at", Q(agent__name=agent))
         ]
     if "candidate" in kinds:
         # Every candidate waiting on a person or a replay, approved-but-held ones too (issue 18).
-        candidates = waiting_candidates(workspaces, domain_ids, since=since, limit=limit)
+        candidates = (
+            waiting_candidates(workspaces, domain_ids, since=since, limit=limit, oldest=oldest, agent=agent, pk=pk)
+            if limit
+            else []
+        )
+        counts["candidate"] = len(candidates)
+        if len(candidates) >= limit:  # more may wait: count them (their gates are read in Python)
+            counts["candidate"] = len(
+                waiting_candidates(
+                    workspaces, domain_ids, since=since, limit=QUEUE_SIZE_MAX_CANDIDATES, agent=agent, pk=pk
+                )
+            )
         entries += [
             QueueEntry(
                 "candidate", f"candidate-{c.pk}", c.proposed_memory[:120], c.workspace, c.domain.label, c.created_at, c
@@ -114,27 +146,35 @@ def queue(user: Any, params: dict[str, str], *, limit: int = 200) -> tuple[list[
             for c in candidates
         ]
     if "conflict" in kinds:
-        conflicts = Conflict.objects.filter(
-            workspace__in=workspaces, domain_id__in=domain_ids, reviewed_at__isnull=True, loser__veracity="human_stated"
-        ).select_related("workspace", "domain__repo", "winner__created_by_agent", "loser")
-        if since:
-            conflicts = conflicts.filter(detected_at__lt=since)
+        # A loser implies a winner (conflict_winner_is_of_the_pair); the pair's vectors are never shown.
+        conflicts = (
+            Conflict.objects.filter(
+                workspace__in=workspaces,
+                domain_id__in=domain_ids,
+                reviewed_at__isnull=True,
+                loser__veracity="human_stated",
+                winner__isnull=False,
+            )
+            .select_related("workspace", "domain__repo", "winner__created_by_agent", "loser")
+            .defer(*(f"{side}__{field}" for side in ("winner", "loser") for field in ("embedding", "search_vector")))
+        )
         entries += [
             QueueEntry(
                 "conflict", f"conflict-{c.pk}", c.winner.content[:120], c.workspace, c.domain.label, c.detected_at, c
             )
-            for c in conflicts[:limit]
-            if c.winner is not None  # a loser implies a winner (conflict_winner_is_of_the_pair)
+            for c in take("conflict", conflicts, "detected_at", Q(winner__created_by_agent__name=agent))
         ]
     if "possible" in kinds:
-        possible = possible_conflicts(workspaces, domain_ids)
-        if since:
-            possible = possible.filter(detected_at__lt=since)
         entries += [
             QueueEntry(
                 "possible", f"possible-{c.pk}", c.proposed.content[:120], c.workspace, c.domain.label, c.detected_at, c
             )
-            for c in possible[:limit]
+            for c in take(
+                "possible",
+                possible_conflicts(workspaces, domain_ids),
+                "detected_at",
+                Q(proposed__created_by_agent__name=agent),
+            )
         ]
     if "challenged" in kinds:
         facts = (
@@ -144,19 +184,20 @@ def queue(user: Any, params: dict[str, str], *, limit: int = 200) -> tuple[list[
             .select_related("workspace", "domain__repo", "created_by_agent")
             .defer("embedding", "search_vector")
         )
-        if since:
-            facts = facts.filter(status_changed_at__lt=since)
         entries += [
             QueueEntry(
                 "challenged", f"challenged-{f.pk}", f.content[:120], f.workspace, f.domain.label, f.status_changed_at, f
             )
-            for f in facts[:limit]
+            for f in take("challenged", facts, "status_changed_at", Q(created_by_agent__name=agent))
         ]
-    if params.get("agent"):
-        entries = [e for e in entries if e.agent_name == params["agent"]]
-    counts = {kind: sum(1 for e in entries if e.kind == kind) for kind in KINDS}
-    entries.sort(key=lambda e: e.created_at, reverse=params.get("order") != "oldest")
+    entries.sort(key=lambda e: e.created_at, reverse=not oldest)
     return entries, counts
+
+
+def queue_counts(user: Any) -> dict[str, int]:
+    """How many items of each kind wait for this person (the dashboard's badges): queue()'s counts,
+    without the list. Candidates are counted up to QUEUE_SIZE_MAX_CANDIDATES, as the metrics' gauge."""
+    return queue(user, {}, limit=0)[1]
 
 
 def possible_conflicts(workspaces: Any, domain_ids: set[int] | None) -> QuerySet[Conflict]:
@@ -218,9 +259,9 @@ def live_rivals(candidate_or_fact: Candidate | Fact) -> list[Fact]:
 
 
 def entry_for(user: Any, kind: str, pk: int) -> QueueEntry | None:
-    """One entry, if it is in the person's queue (else None: answered as not found)."""
-    entries, _ = queue(user, {"kind": kind})
-    return next((e for e in entries if e.obj.pk == pk), None)
+    """One entry, if it is in the person's queue, listed or not (else None: answered as not found)."""
+    entries, _ = queue(user, {"kind": kind}, pk=pk)
+    return entries[0] if entries else None
 
 
 def filter_choices(user: Any) -> tuple[list[MemoryDomain], list[str]]:

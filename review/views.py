@@ -10,14 +10,14 @@ from memory import access
 from memory.models import Fact
 from review.selectors import pending_reviews_for_user
 from review.selectors_activity import recent_activity
-from review.selectors_queue import KINDS, queue
+from review.selectors_queue import KINDS, queue_counts
 
 
 @login_required
 def dashboard(request: HttpRequest) -> HttpResponse:
     workspaces = access.workspaces(request.user, "view")
     remember_reviews = pending_reviews_for_user(request.user)
-    entries, counts = queue(request.user, {})
+    counts = queue_counts(request.user)
     visible_workspaces = list(workspaces)
     challenged = access.restrict(  # counted over the domains this person may see only
         Fact.objects.filter(workspace__in=visible_workspaces, status="challenged", superseded_by__isnull=True),
@@ -33,7 +33,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "remember_reviews": remember_reviews,
             "counts": counts,
             "kinds": KINDS,
-            "pending_total": len(entries),
+            "pending_total": sum(counts.values()),
             "challenged": challenged,
             "activity": activity,
         },

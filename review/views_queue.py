@@ -4,6 +4,7 @@ diffs and the evidence, and decisions taken in place with htmx."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any
 
 from django.contrib import messages
@@ -21,6 +22,7 @@ from memory.services import promotion
 from memory.services.conflict_reviews import review_conflict
 from memory.services.conflicts import decide_conflict
 from memory.services.lifecycle import deprecate_fact, revalidate_fact
+from review import selectors_queue
 from review.diff import compare_texts
 from review.forms import QueueDecisionForm
 from review.selectors_items import (
@@ -67,6 +69,7 @@ def _queue_context(request: HttpRequest, current_key: str | None = None) -> dict
     source = request.GET if request.method == "GET" else request.POST
     params = {name: source.get(name, "") for name in LIST_PARAMS if source.get(name)}
     entries, counts = queue(request.user, params)
+    listed = Counter(e.kind for e in entries)
     page = Paginator(entries, PAGE_SIZE).get_page(source.get("page"))
     filters = urlencode(params)
     domains, agents = filter_choices(request.user)
@@ -74,6 +77,8 @@ def _queue_context(request: HttpRequest, current_key: str | None = None) -> dict
         "entries": list(page),
         "page_obj": page,
         "counts": counts,
+        # Set when a kind has more items than the list holds (selectors_queue.LIST_LIMIT).
+        "list_limit": selectors_queue.LIST_LIMIT if any(counts[k] > listed[k] for k in counts) else None,
         "params": params,
         "filter_query": filters,
         "list_query": urlencode({**params, "page": str(page.number)}) if page.number > 1 else filters,
