@@ -232,3 +232,27 @@ def test_the_queue_does_not_scroll_sideways_on_a_390px_phone(world, live_server,
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     screenshot(page, "queue-phone")
     page.context.close()
+
+
+def test_an_item_past_the_list_is_counted_opened_and_decided(world, live_server, chromium, monkeypatch):
+    from playwright.sync_api import expect
+
+    from review import selectors_queue
+
+    expect.set_options(timeout=20_000)
+    monkeypatch.setattr(selectors_queue, "LIST_LIMIT", 3)  # the server runs in this process
+    made = [challenged(world.coder, world.architecture, f"topic-{i}", f"Rule {i} still holds.") for i in range(5)]
+    page = logged_in_page(chromium, world.reviewer, live_server.url, width=1366)
+    page.goto(f"{live_server.url}/review/")
+    expect(page.get_by_test_id("counts")).to_contain_text("Challenged fact: 5")
+    expect(page.get_by_test_id("list-limited")).to_contain_text("newest 3 of each kind")
+    expect(page.locator(f"#entry-challenged-{made[0].pk}")).to_have_count(0)
+    page.goto(f"{live_server.url}/review/challenged/{made[0].pk}/")
+    detail = page.locator(f"#item-challenged-{made[0].pk}")
+    expect(detail).to_be_visible()
+    detail.get_by_role("button", name="Revalidate").click()
+    expect(page.get_by_test_id("decision-done").first).to_have_attribute("data-outcome", "revalidated")
+    assert Fact.objects.get(pk=made[0].pk).status == "active"
+    expect(page.get_by_test_id("counts")).to_contain_text("Challenged fact: 4")  # the list refreshed
+    screenshot(page, "queue-item-past-the-list")
+    page.context.close()
