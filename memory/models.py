@@ -297,6 +297,9 @@ class Fact(models.Model):
             # An agent's or a person's list of facts, newest first: read in order, not sorted (at
             # 100k facts, a page of GET facts/ took ~210 ms sorting them all, 5 ms with it).
             models.Index(fields=["workspace", "-created_at", "-id"], name="fact_newest_first"),
+            # The same order across workspaces: the admin's fact list for a superuser (at 100k
+            # facts it sorted every fact, ~200 ms a page) and its date hierarchy's bounds.
+            models.Index(fields=["-created_at", "-id"], name="fact_all_newest_first"),
             # Counting a workspace's live facts for a page (by domain, for the `none` grants):
             # from this index alone, 84 → 10 ms at 100k facts.
             models.Index(
