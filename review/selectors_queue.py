@@ -72,10 +72,10 @@ def queue(
     user: Any, params: dict[str, str], *, limit: int | None = None, pk: int | None = None
 ) -> tuple[list[QueueEntry], dict[str, int]]:
     """Entries filtered by workspace, domain, kind, agent and age, newest (default) or oldest
-    first, at most `limit` (LIST_LIMIT; 0: none, the counts only) of each kind, and the count of each kind over every
-    filtered item, listed or not. With `pk`, only the item of that primary key (entry_for): an
-    item past the list is as much the person's as a listed one. A bounded number of queries
-    whatever the queue's length."""
+    first, at most `limit` of each kind (LIST_LIMIT; 0: none, the counts only), and the count of
+    each kind over every filtered item, listed or not. With `pk`, only the item of that primary
+    key (entry_for): an item past the list is as much the person's as a listed one. A bounded
+    number of queries whatever the queue's length."""
     limit = LIST_LIMIT if limit is None else limit
     domain_ids = reviewable_domain_ids(user)
     workspaces = Workspace.objects.for_user(user)
