@@ -17,6 +17,7 @@ from mcp.client.stdio import StdioServerParameters
 from agents import prompts
 from memory.actors import Actor
 from memory.models import WorkspaceMembership
+from memory.search import voices
 from memory.services.embedding import embed_missing
 from memory.services.tenancy import set_grant
 from review.models import RememberReview
@@ -112,6 +113,12 @@ def test_mcp_lists_the_tools_and_answers_like_the_api(world, facts):
         refused = await client.call_tool("propose_fact", {"domain": "nope", **fact_input})
         return listed, keyword, hybrid, proposed, refused
 
+    # Keyword scores weigh terms by PostgreSQL's statistics, which each process reads once every 5
+    # minutes (voices.lexeme_frequencies): this process may hold ones read before an autoanalyze
+    # the MCP server's fresh process sees (it failed so, now and then). Both read them anew here.
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memory_fact")
+    voices._stats = None
     api_keyword = api.post("/api/v1/search/", search_input, format="json").json()
     api_hybrid = api.post("/api/v1/search/", hybrid_input, format="json").json()
     listed, keyword, hybrid, proposed, refused = _session(world.coder.plain_key, script)
