@@ -1,7 +1,7 @@
 """The queue's list holds at most LIST_LIMIT entries of each kind. What lies beyond it is still the
 person's: each item opens as pending and can be decided, the counts are of every item, the
 oldest-first order and the agent filter reach past the newest ones. (At 100,000 facts the bench's
-workspace had 274 open possible conflicts: the oldest 74 answered "already decided" and the
+workspace had 384 open possible conflicts: the oldest 184 answered "already decided" and the
 badge said 200.)"""
 
 from __future__ import annotations
