@@ -23,7 +23,7 @@ help:
 	@echo "make bench  recall and ingest benchmarks (not part of make test)"
 	@echo "make eval   recall quality (recall@10, nDCG@10) on the tuning set, then the held-out sets"
 	@echo "make eval-writes  the write classifier on labelled pairs: same / contradicts / separate / unsure"
-	@echo "make serve-prod  gunicorn + Celery worker and beat on Redis (production shape)"
+	@echo "make serve-prod  nginx in front of gunicorn, Celery worker and beat on Redis (production shape)"
 	@echo "make load   50 simulated agents for 60 s against gunicorn: p50/p95/p99 per endpoint"
 	@echo "make stop   stop the embedded PostgreSQL"
 

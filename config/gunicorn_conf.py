@@ -6,7 +6,12 @@ worker, not the whole process, and a worker lets at most ENGRAM_MAX_WAITERS of i
 (default half of them; review/waiting.py), so pages, /healthz and writes always find a free
 thread. Each thread keeps at most one database connection: workers × threads per machine.
 
-Environment: PORT (8000; bound on 127.0.0.1, the proxy in front terminates TLS),
+A gthread worker's thread reads the request it is handed, so a client that sends its headers or
+body slowly holds one: bin/serve-prod puts nginx in front (config/nginx.conf.template), which reads
+every request whole first, and binds gunicorn to a unix socket only nginx may open
+(`--bind unix:…`, which overrides `bind` below).
+
+Environment: PORT (8000; bound on 127.0.0.1 when gunicorn is started alone),
 WEB_CONCURRENCY (workers, default 2 × cores), WEB_THREADS (threads per worker, default 8),
 ENGRAM_MAX_WAITERS (default WEB_THREADS / 2).
 """
