@@ -318,18 +318,60 @@ class Target:
     address: str  # the checked IP the connection goes to (pinned: DNS cannot change it after)
 
 
-def _allowed(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, allow_private: bool) -> bool:
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+# IPv6 forms that carry an IPv4 address a translator or tunnel would deliver to. The IPv4-mapped
+# form and the NAT64 well-known prefix *denote* that IPv4 address (RFC 6052 forbids the prefix for
+# non-global ones), so only it decides; every other carrier must pass as IPv6 too.
+_IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")  # ::a.b.c.d, deprecated (RFC 4291), in reserved ::/8
+_NAT64_WELL_KNOWN = ipaddress.IPv6Network("64:ff9b::/96")  # RFC 6052: the last 32 bits
+# RFC 8215 local-use NAT64: where the IPv4 sits depends on the prefix length its operator chose
+# (/48 to /96), so it cannot be read back; the block is never globally routed and is refused whole.
+_NAT64_LOCAL_USE = ipaddress.IPv6Network("64:ff9b:1::/48")
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> tuple[ipaddress.IPv4Address, ...]:
+    """The IPv4 addresses `ip` carries: IPv4-mapped, IPv4-compatible, NAT64 (64:ff9b::/96),
+    6to4 (2002::/16, bits 16-47) and Teredo (2001::/32: the server, and the client un-XORed)."""
+    found: list[ipaddress.IPv4Address] = []
+    if ip.ipv4_mapped is not None:
+        found.append(ip.ipv4_mapped)
+    if ip in _IPV4_COMPATIBLE or ip in _NAT64_WELL_KNOWN:
+        found.append(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
+    if ip.sixtofour is not None:
+        found.append(ip.sixtofour)
+    if ip.teredo is not None:
+        found.extend(ip.teredo)
+    return tuple(found)
+
+
+def _routable(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, allow_private: bool) -> bool:
     if ip.is_unspecified or ip.is_multicast:
         return False
-    return allow_private or ip.is_global
+    if allow_private:
+        return True
+    if isinstance(ip, ipaddress.IPv6Address):
+        # Python 3.11's is_global lets the reserved ::/8, site-local fec0::/10 and RFC 8215 pass.
+        return ip.is_global and not (ip.is_reserved or ip.is_site_local or ip in _NAT64_LOCAL_USE)
+    return ip.is_global
+
+
+def address_allowed(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, *, allow_private: bool) -> bool:
+    """May Engram connect to `ip`? An IPv6 address carrying an IPv4 one (embedded_ipv4) passes only
+    when that IPv4 address passes too, unless it denotes nothing but it (IPv4-mapped, NAT64)."""
+    if isinstance(ip, ipaddress.IPv4Address):
+        return _routable(ip, allow_private)
+    carried = embedded_ipv4(ip)
+    if not all(_routable(v4, allow_private) for v4 in carried):
+        return False
+    if ip.ipv4_mapped is not None or ip in _NAT64_WELL_KNOWN:
+        return True
+    return _routable(ip, allow_private)
 
 
 def validate_url(url: str, *, allow_private: bool | None = None) -> Target:
     """Where a POST to `url` would go. Raises UnsafeURL for anything but http(s), credentials in
     the URL, a name that does not resolve, or (unless ENGRAM_WEBHOOKS_ALLOW_PRIVATE) any resolved
-    address that is private, loopback, link-local or otherwise not globally routable."""
+    address that is private, loopback, link-local, reserved or otherwise not globally routable, or
+    an IPv6 form carrying such an IPv4 address (address_allowed)."""
     if allow_private is None:
         allow_private = bool(settings.ENGRAM_WEBHOOKS_ALLOW_PRIVATE)
     try:
@@ -352,8 +394,10 @@ def validate_url(url: str, *, allow_private: bool | None = None) -> Target:
     for info in infos:
         raw = str(info[4][0]).split("%", 1)[0]  # drop an IPv6 zone
         ip = ipaddress.ip_address(raw)
-        if not _allowed(ip, allow_private):
-            raise UnsafeURL(f"The host {parts.hostname!r} resolves to {ip}, a private, loopback or reserved address.")
+        if not address_allowed(ip, allow_private=allow_private):
+            carried = embedded_ipv4(ip) if isinstance(ip, ipaddress.IPv6Address) else ()
+            what = f"{ip} (carrying {', '.join(map(str, carried))})" if carried else str(ip)
+            raise UnsafeURL(f"The host {parts.hostname!r} resolves to {what}, a private, loopback or reserved address.")
         addresses.append(raw)
     if not addresses:
         raise UnsafeURL(f"The host {parts.hostname!r} does not resolve.")

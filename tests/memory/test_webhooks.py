@@ -6,6 +6,7 @@ delivery through a real broker and worker."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import threading
 import time
@@ -45,7 +46,7 @@ from tests.procs import free_port
 from tests.review.samples import FILES, OUTPUT
 
 SECRET_TEXT = "The staging database password is rotated every Friday by Mallory."
-SYSTEM = Actor.of_system("tests")
+SYSTEM = Actor.system("tests")
 
 
 class Receiver:
@@ -371,6 +372,114 @@ def test_unsafe_urls_are_refused_at_subscription_time(world, settings, url):
 def test_a_public_address_is_accepted():
     target = webhooks.validate_url("https://93.184.215.14:8443/in?x=1", allow_private=False)
     assert (target.scheme, target.port, target.path, target.address) == ("https", 8443, "/in?x=1", "93.184.215.14")
+
+
+# Every IPv6 form that carries an IPv4 address, each carrying the cloud metadata address
+# 169.254.169.254 (a9fe:a9fe), and the IPv6 blocks that are never a receiver on the internet.
+HOSTILE_IPV6 = {
+    "IPv4-mapped": "::ffff:169.254.169.254",
+    "IPv4-compatible": "::169.254.169.254",
+    "NAT64 well-known prefix": "64:ff9b::a9fe:a9fe",
+    "NAT64 local-use prefix": "64:ff9b:1::a9fe:a9fe",
+    "6to4": "2002:a9fe:a9fe::1",
+    "Teredo client": "2001:0:4136:e378:8000:63bf:5601:5601",  # 0x5601_5601 = ~169.254.169.254
+    "Teredo server": "2001:0:a9fe:a9fe:8000:63bf:3fff:fdd2",
+    "unique local": "fd12:3456::1",
+    "link-local": "fe80::1",
+    "site-local": "fec0::1",
+    "loopback": "::1",
+    "unspecified": "::",
+    "multicast": "ff02::1",
+}
+PUBLIC = "93.184.215.14"
+
+
+def test_the_forms_carry_the_address_they_are_meant_to():
+    metadata = ipaddress.IPv4Address("169.254.169.254")
+    for form in ("IPv4-mapped", "IPv4-compatible", "NAT64 well-known prefix", "6to4", "Teredo client", "Teredo server"):
+        assert metadata in webhooks.embedded_ipv4(ipaddress.IPv6Address(HOSTILE_IPV6[form])), form
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["64:ff9b::808:808", "2002:808:808::1", "::ffff:8.8.8.8", "2606:4700:4700::1111"],
+    ids=["NAT64 of a public IPv4", "6to4 of a public IPv4", "IPv4-mapped public", "public IPv6"],
+)
+def test_ipv6_forms_of_public_addresses_are_accepted(address):
+    assert webhooks.validate_url(f"https://[{address}]/in", allow_private=False).address == address
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("address", list(HOSTILE_IPV6.values()), ids=list(HOSTILE_IPV6))
+def test_ipv6_forms_of_private_addresses_are_refused_at_subscription_time(world, settings, address):
+    from memory.admin.webhooks import WebhookSubscriptionForm
+
+    settings.ENGRAM_WEBHOOKS_ALLOW_PRIVATE = False
+    url = f"http://[{address}]/hook"
+    with pytest.raises(InvalidInput) as err:
+        create_subscription(
+            workspace=world.workspace, url=url, events=["fact.erased"], by=Actor.of_user(world.admin_user)
+        )
+    assert (err.value.status, err.value.code, list(err.value.fields)) == (400, "invalid_webhook", ["url"])
+    form = WebhookSubscriptionForm(data={"workspace": world.workspace.pk, "url": url, "events": ["fact.erased"]})
+    assert not form.is_valid()
+    assert [e.code for e in form.errors.as_data()["url"]] == ["unsafe_url"]
+    assert not WebhookSubscription.objects.exists()
+
+
+class FakeNetwork:
+    """DNS answers from a table; a connection attempt is recorded and refused, so no test here
+    ever sends a packet."""
+
+    def __init__(self, monkeypatch, answers: dict[str, str]) -> None:
+        self.answers, self.resolved, self.connections = answers, [], []
+        monkeypatch.setattr(webhooks.socket, "getaddrinfo", self.getaddrinfo)
+        monkeypatch.setattr(webhooks.socket, "create_connection", self.create_connection)
+
+    def getaddrinfo(self, host, port, *args, **kwargs):
+        self.resolved.append(host)
+        address = self.answers[host]
+        family = webhooks.socket.AF_INET6 if ":" in address else webhooks.socket.AF_INET
+        return [(family, webhooks.socket.SOCK_STREAM, 6, "", (address, port))]
+
+    def create_connection(self, address, *args, **kwargs):
+        self.connections.append(address)
+        raise ConnectionRefusedError("no network in tests")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("address", list(HOSTILE_IPV6.values()), ids=list(HOSTILE_IPV6))
+def test_a_name_that_now_resolves_to_a_private_ipv6_form_is_refused_at_send_time(
+    world, settings, monkeypatch, django_capture_on_commit_callbacks, address
+):
+    settings.ENGRAM_WEBHOOKS_ALLOW_PRIVATE = False
+    network = FakeNetwork(monkeypatch, {"hooks.example.com": PUBLIC})
+    create_subscription(
+        workspace=world.workspace,
+        url="https://hooks.example.com/in",
+        events=["fact.challenged"],
+        by=Actor.of_user(world.admin_user),
+    )
+    network.answers["hooks.example.com"] = address  # DNS rebinding after the subscription was checked
+    with django_capture_on_commit_callbacks(execute=True):
+        challenge_fact(fact=FactFactory(domain=world.architecture), by=SYSTEM, reason="stale")
+    delivery = the_delivery()
+    assert network.connections == []
+    assert delivery.status == "pending" and delivery.last_error.startswith("refused:")
+    assert str(ipaddress.ip_address(address)) in delivery.last_error
+
+
+def test_the_post_connects_to_the_address_it_checked_and_resolves_once(monkeypatch, settings):
+    settings.ENGRAM_WEBHOOKS_ALLOW_PRIVATE = False
+    network = FakeNetwork(monkeypatch, {"hooks.example.com": PUBLIC})
+    outcome = webhooks.post(
+        url="https://hooks.example.com/in", secret="s", event="fact.erased", delivery_id="d", payload={}
+    )
+    # The connection went to the checked address; nothing resolved the name a second time, so a
+    # DNS answer changing between the check and the connect cannot redirect it.
+    assert network.resolved == ["hooks.example.com"]
+    assert network.connections == [(PUBLIC, 443)]
+    assert outcome.status_code is None and "ConnectionRefusedError" in outcome.error
 
 
 @pytest.mark.django_db
