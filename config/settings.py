@@ -134,6 +134,8 @@ MIDDLEWARE = [
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
+# DEBUG's 500 page (and error e-mails) that can always be encoded (config.debug, issue 33).
+DEFAULT_EXCEPTION_REPORTER = "config.debug.SafeExceptionReporter"
 
 TEMPLATES = [
     {
@@ -285,7 +287,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["agents.auth.AgentKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["agents.auth.IsAgent"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_RENDERER_CLASSES": ["agents.api.renderers.SafeJSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["agents.api.parsers.SafeJSONParser"],
     "EXCEPTION_HANDLER": "agents.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,

@@ -89,30 +89,49 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
-def _nodes(value: Any) -> Iterator[tuple[str, Any]]:
-    """Every key and value under `value` with its path (`a.b[2]`), iteratively."""
-    stack: list[tuple[str, Any]] = [("", value)]
+# Where a node is: None for the whole body, else (where its parent is, its key or index). Spelled
+# out (`a.b[2]`) only for the node refused: building every node's path as a string copied each
+# key into all its descendants' paths (a 200,000-character key over 4,000 items: 6.6 s).
+_Where = tuple[Any, str | int] | None
+
+
+def _spell(where: _Where) -> str:
+    steps: list[str | int] = []
+    while where is not None:
+        where, step = where
+        steps.append(step)
+    path = ""
+    for step in reversed(steps):
+        path += f"[{step}]" if isinstance(step, int) else f".{step}" if path else step
+    return path
+
+
+def _nodes(value: Any) -> Iterator[tuple[_Where, Any]]:
+    """Every key and value under `value` with where it is, iteratively."""
+    stack: list[tuple[_Where, Any]] = [(None, value)]
     while stack:
-        path, node = stack.pop()
-        yield path, node
+        where, node = stack.pop()
+        yield where, node
         if isinstance(node, dict):
             for key, child in node.items():
-                child_path = f"{path}.{key}" if path else key
-                yield child_path, key
-                stack.append((child_path, child))
+                child_where = (where, key)
+                yield child_where, key
+                stack.append((child_where, child))
         elif isinstance(node, list):
-            stack.extend((f"{path}[{index}]", child) for index, child in enumerate(node))
+            stack.extend(((where, index), child) for index, child in enumerate(node))
 
 
 def _check(value: Any) -> None:
-    for path, node in _nodes(value):
+    for where, node in _nodes(value):
         if isinstance(node, str):
             if has_bad_characters(node):
-                raise UnsafeJSON("invalid_characters", "Text may not contain NUL or unpaired surrogates.", path)
+                raise UnsafeJSON(
+                    "invalid_characters", "Text may not contain NUL or unpaired surrogates.", _spell(where)
+                )
         elif isinstance(node, _OutOfRange):
             if node.code == "integer_out_of_range":
-                raise UnsafeJSON(node.code, f"{node.literal} does not fit in 64 bits (±{INT_MAX}).", path)
-            raise UnsafeJSON(node.code, f"{node.literal} is too large for a number.", path)
+                raise UnsafeJSON(node.code, f"{node.literal} does not fit in 64 bits (±{INT_MAX}).", _spell(where))
+            raise UnsafeJSON(node.code, f"{node.literal} is too large for a number.", _spell(where))
 
 
 def loads(text: str, *, max_depth: int = MAX_DEPTH) -> Any:

@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 import time
+import urllib.error
+import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -27,77 +32,37 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from drf_spectacular.generators import SchemaGenerator
 
+from agents.api.renderers import printable
 from agents.operations.serializers_reviews import OUTPUT_MAX_CHARS
 from memory.actors import Actor
+from memory.safe_json import has_bad_characters
 from memory.services.tenancy import set_grant
 from tests.conftest import client_for
 from tests.factories import CandidateFactory, FactFactory, PolicyFactory
-
-SYSTEM = Actor.of_system("test")
-FTS = "a & b | !c :* (d) <-> e:A ' \\ \" !! ((( ::"
-HUGE = "99999999999999999999"
-STATS: Counter[str] = Counter()
-
-# --- Corpus ------------------------------------------------------------------------------------
-# Field values (the body stays otherwise valid, so each value reaches as deep as it can).
-FIELD_VALUES: list[Any] = [
-    "\ud800",
-    "a\x00b",
-    int(HUGE),
-    2**63 - 1,
-    -1,
-    1.5,
-    None,
-    [[[["deep"]]]],
-    {"a": {"b": "c"}},
+from tests.hostile_corpus import (
+    FIELD_VALUES,
+    FORM_VALUES,
     FTS,
-]
-# Whole bodies, as bytes: what a JSON encoder would never produce.
-RAW_BODIES: dict[str, bytes] = {
-    "deep object": b'{"a":' * 5000 + b"1" + b"}" * 5000,
-    "deep array": b"[" * 5000 + b"]" * 5000,
-    "65 deep": b"[" * 65 + b"]" * 65,
-    "NaN": b'{"a": NaN}',
-    "Infinity": b'{"a": Infinity}',
-    "-Infinity": b'{"a": -Infinity}',
-    "1e400": b'{"a": 1e400}',
-    "duplicate keys": b'{"a": 1, "a": 2}',
-    "not UTF-8": b'{"a": "\xff\xfe"}',
-    "escaped NUL key": b'{"a\\u0000": 1}',
-    "lone low surrogate": b'{"a": "\\udc00"}',
-    "not JSON": b"not json",
-    "empty": b"",
-    "null": b"null",
-    "array": b"[]",
-    "string": b'"s"',
-    "number": b"1",
-    "truncated": b'{"a": ',
-    "BOM": b"\xef\xbb\xbf{}",
-    "3 MB": b'{"a": "' + b"x" * 3_000_000 + b'"}',
-}
-QUERY_VALUES = [
-    "%00",
-    "%ED%A0%80",
-    "%FF",
+    HOSTILE_KEYS,
     HUGE,
-    "-" + HUGE,
-    "9223372036854775807",
-    "-1",
-    "%C2%B2",  # "²": str.isdigit() says yes, int() says no
-    "NaN",
-    "1e400",
-    "1.5",
-    quote(FTS),
-    "x" * 3000,
-    quote("<script>alert(1)</script>"),
-]
-PAGE_VALUES = [v for v in QUERY_VALUES if v not in {"%FF", "1e400", "1.5"}]  # the same cases, for pages
+    KEY_BODIES,
+    KEYS_AT_EVERY_DEPTH,
+    LARGE_KEY_BODIES,
+    PAGE_VALUES,
+    QUERY_VALUES,
+    RAW_BODIES,
+    REFUSED_AT_THE_EDGE,
+    with_key,
+)
+from tests.procs import ROOT, free_port, wait_for
+from tests.test_availability import _connections, _server_env, _stop
+
+SYSTEM = Actor.system("test")
+STATS: Counter[str] = Counter()
 SLOW_DOCS = {"api-schema", "api-docs"}
-# Pages: values refused at the edge are tried once (as the reviewer); the others as both people.
-REFUSED_AT_THE_EDGE = {"%00", HUGE, "-" + HUGE}
+JSON = "application/json"
 PAGE_QUERY = ["q", "status", "domain", "repo", "page", "workspace", "kind", "age", "order", "current", "inline"]
 PAGE_QUERY += ["memory_type", "veracity", "fact", "sort", "limit", "offset"]
-FORM_VALUES = ["\x00", HUGE, "-1", "\u00b2", "<script>alert(1)</script>", "x" * 20_000, FTS]
 FORM_FIELDS = ["role", "domain", "level", "content", "reason", "action", "note", "rule", "policy_budget_chars"]
 FORM_FIELDS += ["decision", "paths", "selected", "layer", "text", "edited_content", "topic", "include"]
 
@@ -198,6 +163,17 @@ def schema_fields() -> dict[tuple[str, str], tuple[list[str], list[str]]]:
     return result
 
 
+def schema_bodies() -> set[tuple[str, str]]:
+    """(path, method) of every operation that takes a JSON body, from the served schema."""
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    return {
+        (path, method)
+        for path, operations in schema["paths"].items()
+        for method, operation in operations.items()
+        if "application/json" in (operation.get("requestBody") or {}).get("content", {})
+    }
+
+
 # --- The world the requests hit ---------------------------------------------------------------
 @pytest.fixture(autouse=True)
 def fast_password_hashing(settings):
@@ -248,17 +224,23 @@ def _table_counts() -> tuple[int, ...]:
 
 class Sender:
     """Sends one request, counts it, and checks: never 5xx; a 4xx changed no table; an API
-    refusal has the API's error shape."""
+    refusal has the API's error shape. `refused=True`: the request must be a 400 whose body is
+    strict UTF-8 JSON with a stable code, echoing nothing unencodable."""
 
     def __init__(self) -> None:
         self.failures: list[str] = []
         self.counts = _table_counts()
         self.stats: Counter[str] = Counter()
 
-    def __call__(self, client: Client, method: str, path: str, what: str, **kwargs: Any) -> int:
+    def __call__(
+        self, client: Client, method: str, path: str, what: str, *, refused: bool = False, **kwargs: Any
+    ) -> int:
+        """`refused`: the rows are compared once after the batch (`rows_unchanged`), not per request."""
         client.raise_request_exception = False  # a 500 is counted and reported, not raised
         response = getattr(client, method)(path, **kwargs)
-        before, self.counts = self.counts, _table_counts()
+        before = self.counts
+        if not refused:
+            self.counts = _table_counts()
         status = response.status_code
         self.stats["requests"] += 1
         where = f"{method.upper()} {path[:100]} ({what})"
@@ -271,16 +253,48 @@ class Sender:
                 self.failures.append(f"{status} but rows changed: {where}")
             if path.startswith("/api/") and not {"code", "detail", "fields"} <= set(response.json()):
                 self.failures.append(f"{status} not the API's error shape: {where}")
+        if refused:
+            self.stats["refused"] += 1
+            problem = _not_a_clean_refusal(response)
+            if problem:
+                self.failures.append(f"{status} {where}: {problem}")
         return status
+
+    def rows_unchanged(self, where: str) -> None:
+        before, self.counts = self.counts, _table_counts()
+        if self.counts != before:
+            self.failures.append(f"rows changed by refused requests: {where}")
 
     def report(self, capsys: Any, label: str, started: float) -> None:
         STATS.update(self.stats)
         with capsys.disabled():
             print(
                 f"\nhostile {label}: {self.stats['requests']} requests, {self.stats['4xx']} 4xx, "
-                f"{self.stats['5xx']} 5xx, {time.perf_counter() - started:.1f} s"
+                f"{self.stats['5xx']} 5xx, "
+                + (f"{self.stats['refused']} of them hostile keys (each a 400), " if self.stats["refused"] else "")
+                + f"{time.perf_counter() - started:.1f} s"
             )
         assert not self.failures, "\n".join(self.failures[:40])
+
+
+# What a body with a hostile key may be refused with (memory.safe_json's codes).
+KEY_CODES = {"invalid_characters", "duplicate_key"}
+
+
+def _not_a_clean_refusal(response: Any) -> str:
+    """Why `response` is not a 400 with a stable code in strict UTF-8 JSON ("" when it is)."""
+    if response.status_code != 400:
+        return f"not 400: {response.content[:200]!r}"
+    try:
+        body = json.loads(response.content.decode("utf-8"))
+    except ValueError as exc:
+        return f"not UTF-8 JSON ({exc}): {response.content[:200]!r}"
+    if body.get("code") not in KEY_CODES:
+        return f"code {body.get('code')!r}"
+    echoed = [body["detail"], *body["fields"], *(m for ms in body["fields"].values() for m in ms)]
+    if any(has_bad_characters(text) or len(text) > 1300 for text in echoed):
+        return f"echoes NUL, a surrogate or too much: {response.content[:200]!r}"
+    return ""
 
 
 def _all_at_once(names: list[str], value: str) -> str:
@@ -293,9 +307,14 @@ def test_every_api_endpoint_refuses_hostile_input_without_5xx_or_writes(hostile_
     world, ids, _ = hostile_world
     agent, anonymous = client_for(world.coder), client_for(None)
     send, started = Sender(), time.perf_counter()
-    fields = schema_fields()
+    fields, bodies = schema_fields(), schema_bodies()
     routes = api_routes()
     assert len(routes) >= 23, [r.name for r in routes]
+    # The erasure endpoints are for people: an agent is refused (403) before its body is read.
+    admin_client = Client()
+    admin_client.force_login(world.admin_user)
+    people = {"api-admin-erasure-preview": admin_client, "api-admin-erasures": admin_client}
+    keyed: set[str] = set()
     for route in routes:
         path = _path(route, ids)
         for method in route.methods:
@@ -327,10 +346,32 @@ def test_every_api_endpoint_refuses_hostile_input_without_5xx_or_writes(hostile_
                 for value in FIELD_VALUES:
                     body = json.dumps({**base, name: value})
                     send(agent, method, path, f"{name}={str(value)[:20]!r}", data=body, content_type="application/json")
+            if (route.template, method) in bodies:
+                _send_hostile_keys(send, people.get(route.name, agent), method, path, route.name, body_fields)
+                keyed.add(route.name)
         for kwarg in route.kwargs:
             for value in [HUGE, "0", "%00"]:
                 send(agent, route.methods[0], _path(route, ids, **{kwarg: value}), f"path {kwarg}")
-    send.report(capsys, f"API ({len(routes)} endpoints)", started)
+    send.report(capsys, f"API ({len(routes)} endpoints, {len(keyed)} taking a JSON body)", started)
+    assert len(keyed) >= 25, sorted(keyed)
+
+
+def _send_hostile_keys(send: Sender, client: Client, method: str, path: str, name: str, fields: list[str]) -> None:
+    """Hostile keys (issue 33), each a 400 with a stable code: whole bodies, a valid body plus each
+    bad key, a bad key in the value of each field (the keys in turn); then well-formed but large
+    keys, which only must not fail. Every depth: test_a_bad_key_at_every_depth_is_refused."""
+    base = VALID_BODIES.get(name, {})
+    for label, raw in KEY_BODIES.items():
+        send(client, method, path, f"keys: {label}", refused=True, data=raw, content_type=JSON)
+    keys = list(HOSTILE_KEYS.items())
+    for label, key in keys:
+        send(client, method, path, f"key {label}", refused=True, data=with_key(base, key), content_type=JSON)
+    for (label, key), field in zip(keys * len(fields or ["a"]), fields or ["a"], strict=False):
+        body = with_key(base, field, {key: [key]})
+        send(client, method, path, f"{field}: key {label}", refused=True, data=body, content_type=JSON)
+    send.rows_unchanged(f"{method.upper()} {path} (hostile keys)")
+    for label, raw in LARGE_KEY_BODIES.items():
+        send(client, method, path, f"keys: {label}", data=raw, content_type=JSON)
 
 
 def test_every_page_and_admin_changelist_refuses_hostile_input_without_5xx_or_writes(hostile_world, capsys):
@@ -467,6 +508,231 @@ def test_the_grants_error_escapes_the_input(world):
     response = client.post("/access/acme/grant/", {"role": "<script>alert(1)</script>", "domain": "1", "level": "read"})
     assert response.status_code == 400
     assert b"<script>" not in response.content and b"&lt;script&gt;" in response.content
+
+
+# --- Hostile keys (issue 33) --------------------------------------------------------------------
+def _post(world: Any, path: str, raw: bytes, content_type: str = JSON) -> Any:
+    client = client_for(world.coder)
+    client.raise_request_exception = False
+    return client.post(path, raw, content_type=content_type)
+
+
+def test_the_issues_body_is_a_400_naming_the_key_in_strict_utf8_json(world, capsys):
+    """`{"\\ud800": 1}` was a 500 on all 25 JSON endpoints: the refusal echoed the key, which
+    cannot be encoded (tests/hostile_corpus.py has the rest; every endpoint gets it above)."""
+    started, cpu = time.perf_counter(), time.process_time()
+    response = _post(world, "/api/v1/search/", b'{"\\ud800": 1}')
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+    assert not _not_a_clean_refusal(response), _not_a_clean_refusal(response)
+    body = json.loads(response.content.decode("utf-8"))
+    assert (body["code"], list(body["fields"])) == ("invalid_characters", ["\\ud800"])
+    with capsys.disabled():
+        print(f'\n{{"\\ud800": 1}}: {response.status_code} in {elapsed * 1000:.1f} ms ({cpu * 1000:.1f} ms of CPU)')
+    assert cpu < 1.0  # this process's CPU (the request's work), not the wall clock CI's load stretches
+
+
+def test_a_bad_key_at_every_depth_is_refused_naming_where(world):
+    for label, raw in KEYS_AT_EVERY_DEPTH.items():
+        response = _post(world, "/api/v1/facts/", raw)
+        assert not _not_a_clean_refusal(response), (label, _not_a_clean_refusal(response))
+        name, depth = label.rsplit(" at depth ", 1)
+        where = "a." * (int(depth) - 1) + HOSTILE_KEYS[name]
+        (path,) = response.json()["fields"]
+        assert path == printable(where), (label, path)
+
+
+def test_a_long_key_is_echoed_by_its_two_ends(world):
+    response = _post(world, "/api/v1/facts/", with_key({"topic": "t"}, "k" * 100_000 + "\ud800"))
+    (path,) = response.json()["fields"]
+    assert path == "k" * 100 + "…" + "k" * 99 + "\\ud800", path
+
+
+@pytest.mark.parametrize(
+    ("charset", "raw"),
+    [
+        ("utf-7", b'{"query": "+2AA-"}'),  # "\ud800" in UTF-7: no \\u escape in the text
+        ("utf-7", b'{"+AAA-": 1, "query": "x"}'),  # NUL in a key
+        ("unicode_escape", b'{"query": "\\ud800"}'),
+        ("raw_unicode_escape", b'{"\\udc00": 1, "query": "x"}'),
+    ],
+)
+def test_a_charset_cannot_smuggle_nul_or_surrogates_past_the_parser(world, charset, raw):
+    response = _post(world, "/api/v1/search/", raw, f"application/json; charset={charset}")
+    assert response.status_code == 400 and response.json()["code"] == "invalid_characters", response.content
+
+
+def test_the_renderer_writes_what_utf8_cannot_as_visible_escapes():
+    from agents.api.renderers import SafeJSONRenderer
+
+    rendered = SafeJSONRenderer().render({"\ud800": ["a\udc00", "é"], "n": [1, None]})
+    assert json.loads(rendered.decode("utf-8")) == {"\\ud800": ["a\\udc00", "é"], "n": [1, None]}
+
+
+def _remove_the_guards(monkeypatch: Any) -> None:
+    """As before issue 33: the parser echoes a key raw and DRF's own renderer writes it."""
+    from rest_framework.renderers import JSONRenderer
+
+    from agents.api import parsers, renderers
+
+    monkeypatch.setattr(parsers, "printable", lambda text, limit=0: text)
+    monkeypatch.setattr(renderers.SafeJSONRenderer, "render", JSONRenderer.render)
+
+
+@pytest.mark.parametrize("accept", [None, "text/html", "text/plain", "application/json"])
+def test_debugs_500_page_is_written_at_once_whatever_the_request_holds(world, settings, monkeypatch, accept):
+    """Under DEBUG a page that could not be encoded was built again by every middleware layer
+    around a longer chain of exceptions (16-66 s), then the error escaped the handler."""
+    settings.DEBUG = True
+    _remove_the_guards(monkeypatch)
+    headers = {"HTTP_ACCEPT": accept} if accept else {}
+    client = client_for(world.coder)
+    client.raise_request_exception = False
+    started = time.process_time()  # the pages' rendering is this process's CPU (Django's: 25 s)
+    response = client.post("/api/v1/search/", b'{"\\ud800": 1}', content_type=JSON, **headers)
+    elapsed = time.process_time() - started
+    if response.status_code == 406:  # text/plain: DRF finds no renderer before any error
+        return
+    assert response.status_code == 500
+    assert b"UnicodeEncodeError" in response.content
+    response.content.decode("utf-8")
+    assert elapsed < 2.0, f"{elapsed:.1f} s"
+
+
+def test_an_exception_escaping_django_still_ends_the_request_and_answers_500():
+    """Django closes a request's database connections on `request_finished`, which only the
+    server's closing of a response sends: an exception escaping the handler kept them open
+    (under `make run`, 10 idle connections for 40 minutes). config.debug.last_resort sends it."""
+    from django.core import signals
+
+    from config.debug import last_resort
+
+    def broken(environ: dict[str, Any], start_response: Any) -> Any:
+        raise UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed")
+
+    finished: list[bool] = []
+
+    def on_finished(**kwargs: Any) -> None:
+        finished.append(True)
+
+    signals.request_finished.connect(on_finished)
+    started: list[Any] = []
+    try:
+        for path, kind in [("/api/v1/search/", "application/json"), ("/review/", "text/plain; charset=utf-8")]:
+            body = b"".join(
+                last_resort(broken)(
+                    {"PATH_INFO": path}, lambda status, headers, exc_info=None: started.append((status, dict(headers)))
+                )
+            )
+            status, headers = started.pop()
+            assert (status, headers["Content-Type"]) == ("500 Internal Server Error", kind)
+            if kind == "application/json":
+                assert json.loads(body)["code"] == "server_error"
+    finally:
+        signals.request_finished.disconnect(on_finished)
+    assert finished == [True, True]
+
+
+# `make run`'s server with the guards of issue 33 removed: the parser echoes keys raw and DRF's
+# own renderer writes them, as before. What is left must still answer at once and close.
+UNGUARDED_RUNSERVER = """
+import os, sys
+sys.argv = ["manage.py", "runserver", sys.argv[1], "--noreload"]
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+import django
+django.setup()
+from rest_framework.renderers import JSONRenderer
+import agents.api.parsers, agents.api.renderers
+agents.api.parsers.printable = lambda text, limit=0: text
+agents.api.renderers.SafeJSONRenderer.render = JSONRenderer.render
+from django.core.management import execute_from_command_line
+execute_from_command_line(sys.argv)
+"""
+
+
+def _raw_post(url: str, key: str, raw: bytes) -> tuple[int, bytes, float]:
+    """POST `raw` as JSON with no Accept header (as curl's default and the issue's report)."""
+    request = urllib.request.Request(url, data=raw, method="POST")  # noqa: S310 -- a loopback URL
+    request.add_header("Authorization", f"Bearer {key}")
+    request.add_header("Content-Type", JSON)
+    started = time.monotonic()
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:  # noqa: S310
+            return response.status, response.read(), time.monotonic() - started
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read(), time.monotonic() - started
+    except OSError:  # not listening yet
+        return 0, b"", time.monotonic() - started
+
+
+def _runserver(command: list[str], log: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env=_server_env(DEBUG="1", ENGRAM_THROTTLE_RATE="1000000/min", ENGRAM_RECALL_MODE="background"),
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def _hostile_keys_under_runserver(world: Any, command: list[str], log: Path, paths: list[str]) -> list[tuple]:
+    """Start the server, send the issue's body to `paths`, return (path, status, body, seconds),
+    and check that no database connection outlives the requests."""
+    port = free_port()
+    server = _runserver([*command, f"127.0.0.1:{port}"], log)
+    db_name = connection.settings_dict["NAME"]
+    base, key = f"http://127.0.0.1:{port}", world.coder.plain_key
+    answers = []
+    try:
+        wait_for(
+            lambda: _raw_post(f"{base}/api/v1/search/", key, b'{"query": "x"}')[0] == 200, timeout=120, what="runserver"
+        )
+        baseline = wait_for(lambda: _connections(db_name) + 1, timeout=5, what="a connection count") - 1
+        for path in paths:
+            status, body, seconds = _raw_post(base + path, key, b'{"\\ud800": 1}')
+            answers.append((path, status, body, seconds))
+        # A finished request closes its connection just after its answer is sent.
+        wait_for(lambda: _connections(db_name) <= baseline, timeout=10, what=f"connections back to {baseline}")
+    finally:
+        _stop(server)
+    return answers
+
+
+KEYED_PATHS = ["/api/v1/search/", "/api/v1/facts/", "/api/v1/remember/", "/api/v1/runs/", "/api/v1/policies/"]
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_make_runs_server_refuses_the_issues_body_at_once_and_keeps_no_connection(world, tmp_path, capsys):
+    """Before: 500 after 16-66 s (the debug page failing at every middleware layer), and each
+    request's connection left open."""
+    log = tmp_path / "runserver.log"
+    answers = _hostile_keys_under_runserver(
+        world, [sys.executable, "manage.py", "runserver", "--noreload"], log, KEYED_PATHS
+    )
+    with capsys.disabled():
+        print(
+            '\nrunserver (DEBUG=1), {"\\ud800": 1}: '
+            + ", ".join(f"{p} {s} {t * 1000:.0f} ms" for p, s, _, t in answers)
+        )
+    for path, status, body, seconds in answers:
+        assert status == 400 and json.loads(body)["code"] == "invalid_characters", (path, body[:300])
+        assert seconds < 5.0, (path, seconds)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_make_runs_server_answers_an_unencodable_error_at_once_and_keeps_no_connection(world, tmp_path, capsys):
+    log = tmp_path / "runserver.log"
+    answers = _hostile_keys_under_runserver(world, [sys.executable, "-c", UNGUARDED_RUNSERVER], log, KEYED_PATHS[:2])
+    with capsys.disabled():
+        print(
+            "\nrunserver (DEBUG=1), guards removed: "
+            + ", ".join(f"{p} {s} {t * 1000:.0f} ms" for p, s, _, t in answers)
+        )
+    for path, status, body, seconds in answers:
+        assert status == 500 and b"UnicodeEncodeError" in body, (path, status, body[:300])
+        assert seconds < 5.0, (path, seconds)
 
 
 # --- Chunked bodies -----------------------------------------------------------------------------
