@@ -5,6 +5,12 @@ selectors and services as the HTTP API — so a tool answers exactly what the ma
 answers: the same JSON (as `structuredContent`, and as text for clients that read only text),
 and on refusal the API's error body `{"code", "detail", "fields"}` with `isError` set.
 
+Every frame gets an answer. One the API would refuse as a body (too large, not UTF-8, not JSON,
+too deep, NUL or an unpaired surrogate in a key or value, duplicate keys, numbers out of range)
+is refused before the SDK sees it, as a JSON-RPC error whose `data` is that same error body
+(`EngramMCPServer.run_stdio_async`); arguments of the wrong shape and unknown tools answer
+`invalid_input` and `not_found` as tool errors.
+
 The server acts as one agent: the one whose key is in ENGRAM_AGENT_KEY. The key is checked at
 start (the command refuses to start without a valid one) and again on every call, so revoking
 it in the admin stops a running server at its next call.
@@ -14,17 +20,32 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+import sys
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, Literal
+from io import TextIOWrapper
+from typing import IO, Annotated, Any, Literal
 
+import anyio
+import anyio.to_thread
+from django.conf import settings
 from django.db import close_old_connections
+from mcp import types
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.context import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.stdio import _claim_fd, _open_stdin_diversion, _open_stdout_diversion
+from mcp.shared._context_streams import create_context_streams
+from mcp.shared.message import SessionMessage
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 from typing_extensions import TypedDict
 
 from agents import operations as ops
 from agents import prompts
+from agents.api.renderers import printable
+from agents.operations.errors import error_body
+from memory import safe_json
 from memory.models import Agent, hash_key
 from memory.recalls import served_over
 
@@ -38,7 +59,7 @@ MemoryType = Literal["commitment", "event", "observation", "decision", "conventi
 # marked as relaying people's words; the service refuses it from any other (veracity_not_allowed).
 AgentVeracity = Literal["agent_inferred", "tool_generated", "imported"]
 RelayVeracity = Literal["agent_inferred", "tool_generated", "imported", "human_stated"]
-ConflictStatus = Literal["open", "decided", "dismissed"]
+ConflictStatus = Literal["open", "decided", "dismissed", "closed"]
 BankItemKind = Literal["knowledge", "procedural"]
 FailureClass = Literal[
     "agent_failure", "verification_failure", "environment_blocker", "flaky_blocker", "harness_blocker"
@@ -124,6 +145,12 @@ class EngramTools:
         self.relays_human_words = agent.relays_human_words
 
     def call(self, operation: Callable[..., ops.Result], *args: Any, **kwargs: Any) -> CallToolResult:
+        # Before any query: PostgreSQL cannot store NUL, and a lone surrogate cannot be encoded.
+        # The stdio reader refuses both already; this holds for any other way in (another
+        # transport, an in-process caller).
+        refused = _bad_characters(args, kwargs)
+        if refused is not None:
+            return _result(400, refused)
         close_old_connections()
         try:
             try:
@@ -144,10 +171,264 @@ class EngramTools:
             close_old_connections()
 
 
+def _bad_characters(*values: Any) -> dict[str, Any] | None:
+    """The API's invalid_characters body when a string or key anywhere in `values` holds NUL or
+    an unpaired surrogate (as memory.safe_json refuses them in a body), else None. Iterative."""
+    stack = list(values)
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            if safe_json.has_bad_characters(value):
+                return error_body("invalid_characters", "Text may not contain NUL or unpaired surrogates.")
+        elif isinstance(value, Mapping):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, (list, tuple)):
+            stack.extend(value)
+    return None
+
+
+# --- The wire: line-delimited JSON-RPC on stdio, read so that every frame gets an answer --------
+# Each line is one message. It is read up to ENGRAM_MAX_BODY_BYTES (the API's body limit; the
+# rest of a longer line is dropped unread), decoded as strict UTF-8 and parsed by memory.safe_json,
+# the API's own parser — nesting measured without recursion, NUL and unpaired surrogates refused in
+# keys and values — before the SDK sees it. A refused frame is answered with a JSON-RPC error whose
+# `data` is the API's error body with the API's code; its id is the request's when one can be read.
+
+# Strings (as the depth scan of memory.safe_json reads them), brackets, and runs of anything else:
+# the tokens the id scan needs. Possessive quantifiers: linear whatever the input.
+_TOKENS = re.compile(safe_json._STRING.pattern + r'|[{}\[\]]|[^"{}\[\]]++', re.DOTALL)
+_ID_VALUE = re.compile(r'\s*:\s*(-?[0-9]{1,19}(?![0-9.eE])|"(?:[^"\\]|\\.){0,1000}")\s*[,}]', re.DOTALL)
+_LINE_CHUNK = 1 << 16
+# A tool's arguments sit two levels below the message ({"params": {"arguments": {...}}}): they may
+# nest as deeply as an API body.
+_ENVELOPE_DEPTH = 2
+# Errors the SDK answers itself get the API's code for the same fault.
+_CODE_OF_RPC_ERROR = {
+    types.PARSE_ERROR: "malformed_json",
+    types.INVALID_REQUEST: "invalid_input",
+    types.METHOD_NOT_FOUND: "not_found",
+    types.INVALID_PARAMS: "invalid_input",
+}
+
+
+class Refused(Exception):
+    """A frame the server will not hand to the SDK, with the answer it gets instead."""
+
+    def __init__(
+        self,
+        code: str,
+        detail: str,
+        *,
+        rpc_code: int,
+        request_id: types.RequestId | None,
+        fields: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.body = error_body(code, printable(detail, limit=500), fields)
+        self.rpc_code = rpc_code
+        self.request_id = request_id
+
+    def message(self) -> types.JSONRPCError:
+        error = types.ErrorData(code=self.rpc_code, message=self.body["detail"], data=self.body)
+        return types.JSONRPCError(jsonrpc="2.0", id=self.request_id, error=error)
+
+
+def _usable_id(value: Any) -> types.RequestId | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) and safe_json.INT_MIN <= value <= safe_json.INT_MAX:
+        return value
+    if isinstance(value, str) and not safe_json.has_bad_characters(value):
+        return value
+    return None
+
+
+def request_id_of(text: str) -> types.RequestId | None:
+    """The top-level "id" of a frame that could not be read whole (too deep, cut short, not JSON):
+    one pass over its tokens, no recursion, stopping at the id."""
+    depth = 0
+    for token in _TOKENS.finditer(text):
+        first = text[token.start()]
+        if first in "{[":
+            depth += 1
+        elif first in "}]":
+            depth -= 1
+            if depth <= 0:
+                return None
+        elif depth == 1 and token.group() == '"id"':
+            value = _ID_VALUE.match(text, token.end())
+            if value is None:
+                return None
+            try:
+                return _usable_id(json.loads(value.group(1)))
+            except ValueError:
+                return None
+    return None
+
+
+def read_frame(stream: IO[bytes], limit: int) -> tuple[bytes, bool] | None:
+    """The next line of `stream` without its line end, and whether it was longer than `limit`
+    bytes (then only its first `limit` bytes are kept and the rest is read and dropped, so memory
+    stays bounded); None at the end of the stream."""
+    line = stream.readline(limit + 1)
+    if not line:
+        return None
+    if line.endswith(b"\n"):
+        return line[:-1].removesuffix(b"\r"), False
+    if len(line) <= limit:
+        return line, False  # the last line, without a line end
+    while True:
+        rest = stream.readline(_LINE_CHUNK)
+        if not rest or rest.endswith(b"\n"):
+            return line[:limit], True
+
+
+def next_message(stream: IO[bytes]) -> types.JSONRPCMessage | Refused | None:
+    """The next message on `stream`, or why its frame was refused; None at the end. Blocking:
+    the transport calls it in a worker thread, so a long frame never holds the event loop."""
+    read = read_frame(stream, settings.ENGRAM_MAX_BODY_BYTES)
+    if read is None:
+        return None
+    try:
+        return parse_frame(*read)
+    except Refused as refused:
+        return refused
+
+
+def parse_frame(frame: bytes, cut: bool = False) -> types.JSONRPCMessage:
+    """The JSON-RPC message in `frame`, read by the API's rules. Raises Refused with the API's
+    code: body_too_large, invalid_characters (not UTF-8, NUL, unpaired surrogates), malformed_json,
+    json_too_deep, duplicate_key, integer_out_of_range, number_out_of_range, or invalid_input for
+    JSON that is no JSON-RPC message."""
+    limit = settings.ENGRAM_MAX_BODY_BYTES
+    if cut:
+        detail = f"The message is over the limit of {limit} bytes."
+        text = frame.decode("utf-8", "replace")
+        raise Refused("body_too_large", detail, rpc_code=types.PARSE_ERROR, request_id=request_id_of(text))
+    try:
+        text = frame.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Refused(
+            "invalid_characters",
+            "The message is not valid utf-8 text.",
+            rpc_code=types.PARSE_ERROR,
+            request_id=request_id_of(frame.decode("utf-8", "replace")),
+        ) from None
+    try:
+        value = safe_json.loads(text, max_depth=safe_json.MAX_DEPTH + _ENVELOPE_DEPTH)
+    except safe_json.UnsafeJSON as exc:
+        where = printable(exc.path)
+        fields = {where: [printable(exc.detail, limit=500)]} if where else {}
+        if exc.code in {"malformed_json", "json_too_deep"}:
+            rpc_code = types.PARSE_ERROR  # not read at all
+        else:  # read, and a value in it refused: in the params unless it was found elsewhere
+            rpc_code = types.INVALID_REQUEST if where and not where.startswith("params") else types.INVALID_PARAMS
+        raise Refused(exc.code, exc.detail, rpc_code=rpc_code, request_id=request_id_of(text), fields=fields) from None
+    request_id = _usable_id(value.get("id")) if isinstance(value, dict) else None
+    try:
+        return types.jsonrpc_message_adapter.validate_python(value, by_name=False)
+    except ValidationError as exc:
+        raise Refused(
+            "invalid_input",
+            'Not a JSON-RPC 2.0 message: an object with jsonrpc "2.0" and a method, or a result or error.',
+            rpc_code=types.INVALID_REQUEST,
+            request_id=request_id,
+            fields=_fields_of(exc),
+        ) from None
+
+
+def _fields_of(exc: ValidationError) -> dict[str, list[str]]:
+    fields: dict[str, list[str]] = {}
+    for error in exc.errors(include_input=False, include_url=False)[:20]:
+        where = printable(".".join(str(part) for part in error["loc"])) or "non_field_errors"
+        fields.setdefault(where, []).append(printable(error["msg"]))
+    return fields
+
+
+class EngramMCPServer(MCPServer):
+    """The SDK's server, with the guarded stdio transport above and tool arguments the SDK's
+    schema refuses answered as the API answers invalid fields."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Any:
+        if self._tool_manager.get_tool(name) is None:
+            return _result(404, error_body("not_found", f"No tool named {printable(name, limit=80)!r}."))
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                detail = "The request has invalid fields; see `fields`."
+                return _result(400, error_body("invalid_input", detail, _fields_of(exc.__cause__)))
+            raise
+
+    async def run_stdio_async(self) -> None:
+        stdin, restore_stdin = _claim_fd(0, sys.stdin, "rb", _open_stdin_diversion)
+        stdout, restore_stdout = _claim_fd(1, sys.stdout, "wb", _open_stdout_diversion)
+        wire_out = anyio.wrap_file(TextIOWrapper(stdout, encoding="utf-8", write_through=True))
+        inbound_writer, inbound = create_context_streams[SessionMessage | Exception](0)
+        outbound, outbound_reader = create_context_streams[SessionMessage](0)
+        answers = outbound.clone()  # the reader's own refusals share the one writer
+
+        async def reader() -> None:
+            async with inbound_writer, answers:
+                while True:
+                    message = await anyio.to_thread.run_sync(next_message, stdin, abandon_on_cancel=True)
+                    if message is None:
+                        return  # end of input: the SDK's loop ends, then the writer
+                    try:
+                        if isinstance(message, Refused):
+                            logger.info("MCP frame refused: %s", message.body["code"])
+                            await answers.send(SessionMessage(message.message()))
+                        else:
+                            await inbound_writer.send(SessionMessage(message))
+                    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                        return  # the SDK's loop is gone
+
+        async def writer() -> None:
+            async with outbound_reader:
+                async for session_message in outbound_reader:
+                    await wire_out.write(_serialised(session_message.message) + "\n")
+                    await wire_out.flush()
+
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(reader)
+                group.start_soon(writer)
+                await self._lowlevel_server.run(
+                    inbound, outbound, self._lowlevel_server.create_initialization_options()
+                )
+        finally:
+            for restore in (restore_stdout, restore_stdin):
+                if restore is not None:
+                    restore()
+
+
+def _serialised(message: types.JSONRPCMessage) -> str:
+    """The line for `message`; a message that cannot be written (text no UTF-8 encoder takes)
+    becomes the API's server_error for its request, so no request goes unanswered."""
+    if isinstance(message, types.JSONRPCError) and not (
+        isinstance(message.error.data, dict) and "code" in message.error.data
+    ):
+        code = _CODE_OF_RPC_ERROR.get(message.error.code, "server_error")
+        data = error_body(code, printable(message.error.message, limit=500))
+        error = types.ErrorData(code=message.error.code, message=message.error.message, data=data)
+        message = types.JSONRPCError(jsonrpc="2.0", id=message.id, error=error)
+    try:
+        line = message.model_dump_json(by_alias=True, exclude_unset=True)
+        line.encode("utf-8")
+        return line
+    except Exception:
+        logger.exception("MCP answer could not be written")
+        request_id = getattr(message, "id", None)
+        body = error_body("server_error", "Something went wrong; it was logged.")
+        error = types.ErrorData(code=types.INTERNAL_ERROR, message=body["detail"], data=body)
+        return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error).model_dump_json(by_alias=True)
+
+
 def build_server(key: str, *, site_url: str = "") -> MCPServer:
     """An MCPServer exposing the agent tools as the agent holding `key` (AgentKeyError if none)."""
     tools = EngramTools(key, site_url=site_url)
-    server: MCPServer = MCPServer(name="engram", instructions=INSTRUCTIONS)
+    server: MCPServer = EngramMCPServer(name="engram", instructions=INSTRUCTIONS)
 
     # --- prompts ---------------------------------------------------------------------------
     @server.prompt(name="remember", title="Remember this turn (remember.v1)")
@@ -340,7 +621,8 @@ def build_server(key: str, *, site_url: str = "") -> MCPServer:
     ) -> CallToolResult:
         """Recorded conflicts between facts: the pair (existing, proposed), winner, loser, the rule
         that decided, when. status open: possible conflicts a person has yet to decide (no winner,
-        both facts live); dismissed: a person said both are true. One page: limit 1–200
+        both facts live); dismissed: a person said both are true; closed: left open, but a fact of the
+        pair is no longer live (closed_reason says why). One page: limit 1–200
         (ENGRAM_API_MAX_PAGE_SIZE), offset ≥ 0; out of range is refused (invalid_input). `next` and
         `previous` are the API's links to the neighbouring pages, null at either end."""
         raw = _given(domain=domain, repo=repo, topic=topic, status=status)
