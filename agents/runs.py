@@ -341,7 +341,7 @@ def candidate_document(
 def default_candidate_domain(workspace_id: int) -> MemoryDomain:
     """The workspace `knowledge` domain (created with the default grants when missing)."""
     workspace = Workspace.objects.get(pk=workspace_id)
-    return create_domain(workspace=workspace, name=DEFAULT_CANDIDATE_DOMAIN, by=Actor.of_system("memory_agent"))
+    return create_domain(workspace=workspace, name=DEFAULT_CANDIDATE_DOMAIN, by=Actor.system("memory_agent"))
 
 
 @transaction.atomic

@@ -49,7 +49,7 @@ ROUNDS = int(os.environ.get("BENCH_ASOF_ROUNDS", "3"))
 
 
 def populate() -> tuple[object, object]:
-    system = Actor.of_system("bench")
+    system = Actor.system("bench")
     workspace = get_or_create_workspace(slug="asof", name="As-of bench", by=system)
     role = get_or_create_role(workspace=workspace, name="coder", by=system)
     domains: dict[str, MemoryDomain] = {}

@@ -62,7 +62,7 @@ def use(module: str) -> None:
 
 def load() -> tuple[Agent, dict[str, int]]:
     recreate_database()
-    by = Actor.of_system("eval")
+    by = Actor.system("eval")
     now = timezone.now()
     with transaction.atomic():
         ws = get_or_create_workspace(slug=SLUG, name="Evaluation", by=by)

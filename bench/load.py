@@ -52,7 +52,7 @@ PORT = int(os.environ.get("LOAD_PORT", "8766"))
 
 def setup() -> list[str]:
     recreate_database()
-    by = Actor.of_system("load")
+    by = Actor.system("load")
     with transaction.atomic():
         ws = get_or_create_workspace(slug="load", name="Load test", by=by)
         roles = [get_or_create_role(workspace=ws, name=name, by=by) for name in ("coder", "planner")]

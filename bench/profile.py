@@ -176,7 +176,7 @@ def main() -> None:
     agent = Agent.objects.filter(name="bench-agent").first()
     if agent is None:
         raise SystemExit("No benchmark data: run `make bench` first (it leaves its facts in engram_bench).")
-    client = Client(HTTP_AUTHORIZATION=f"Bearer {rotate_key(agent=agent, by=Actor.of_system('bench'))}")
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {rotate_key(agent=agent, by=Actor.system('bench'))}")
     tasks = corpus.tasks(max(args.tasks, WARM))
     if mode == "preamble":
         path, body = "/api/v1/preamble/", lambda i: {"task": tasks[i], "repo": corpus.REPOS[i % 5]}

@@ -79,7 +79,7 @@ PRIMARY, WITH_REPLICA = "primary", "+ replica"
 
 def setup() -> tuple[str, dict]:
     recreate_database()
-    by = Actor.of_system("bench")
+    by = Actor.system("bench")
     with transaction.atomic():
         ws = get_or_create_workspace(slug="bench", name="Benchmark", by=by)
         role = get_or_create_role(workspace=ws, name="coder", by=by)
@@ -536,7 +536,7 @@ def main() -> None:
     results = []
     if REUSE:
         agent = Agent.objects.get(name="bench-agent")
-        key = rotate_key(agent=agent, by=Actor.of_system("bench"))
+        key = rotate_key(agent=agent, by=Actor.system("bench"))
         size = Fact.objects.filter(workspace=agent.workspace).count()
         result = measure(key, size, float("nan"))
         report(result)

@@ -110,7 +110,7 @@ def _record(job: DailyJob, *, verb: str, at: datetime, detail: dict[str, Any]) -
     from memory.actors import Actor
     from memory.models import AuditEvent
 
-    actor = Actor.of_system("scheduler")
+    actor = Actor.system("scheduler")
     AuditEvent.objects.create(
         workspace=None,
         actor_label=actor.label,

@@ -93,7 +93,7 @@ def test_every_api_route_is_in_the_isolation_matrix():
 def hidden(world) -> dict[str, Any]:
     """Workspace A's objects in the domain `secret` (planner gets `none` on it), created through
     the API by the coder, plus the coder's own review and run."""
-    secret = create_domain(workspace=world.workspace, name="secret", by=Actor.of_system("t"))
+    secret = create_domain(workspace=world.workspace, name="secret", by=Actor.system("t"))
     api = client_for(world.coder)
     fact = api.post(
         "/api/v1/facts/",
@@ -140,7 +140,7 @@ def hidden(world) -> dict[str, Any]:
     ).json()
     run = api.post("/api/v1/runs/", {"task": f"{MARKER} task"}, format="json").json()
     api.post(f"/api/v1/runs/{run['id']}/bank/knowledge/", {"id": "k1", "content": MARKER, "tags": []}, format="json")
-    set_grant(role=world.planner_role, domain=secret, level="none", by=Actor.of_system("t"))
+    set_grant(role=world.planner_role, domain=secret, level="none", by=Actor.system("t"))
     ids = {
         "fact": fact["fact"]["id"],
         "policy": policy["id"],
@@ -175,7 +175,7 @@ def test_no_key_and_a_revoked_key_get_401(world, hidden, route, method):
     url = url_for(route, kind, hidden)
     assert call(client_for(None), method, url, body).status_code == 401
     revoked = AgentFactory(workspace=world.workspace, role=world.coder_role, name="revoked")
-    revoke_agent(agent=revoked, by=Actor.of_system("t"))
+    revoke_agent(agent=revoked, by=Actor.system("t"))
     response = call(client_for(revoked), method, url, body)
     assert response.status_code == 401
     assert response.json()["code"] == "key_revoked"

@@ -47,7 +47,7 @@ from tests.factories import CandidateFactory, PolicyFactory
 
 HIDDEN, MISSING = "knowledge", "nosuch"
 MISSING_ID = 987_654_321
-SYSTEM = Actor.of_system("test")
+SYSTEM = Actor.system("test")
 
 TOPIC = "infra"
 SECRET = "The staging cluster runs in eu-west-1."

@@ -198,7 +198,7 @@ def detect_stale(*, now: datetime | None = None, by: Actor | None = None) -> dic
     person's revalidation or a passing replay), last_mentioned_at (a re-mention: someone stated it
     again) or created_at. Rows are locked in pk order; one audit INSERT for all challenged facts,
     whose detail says which date the window ran from."""
-    by = by or Actor.of_system("detect_stale")
+    by = by or Actor.system("detect_stale")
     now = now or timezone.now()
     counts: dict[str, int] = {}
     for profile in DecayProfile.objects.order_by("memory_type"):

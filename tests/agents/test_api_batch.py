@@ -259,7 +259,7 @@ def test_an_ordinary_agent_cannot_state_human_words_in_a_batch(world, api):
 
 
 def test_an_item_cannot_reach_another_workspace_or_a_none_domain(world, api):
-    set_grant(role=world.coder_role, domain=world.conventions, level="none", by=Actor.of_system("t"))
+    set_grant(role=world.coder_role, domain=world.conventions, level="none", by=Actor.system("t"))
     intruder = client_for(world.foreign_agent)
     results = intruder.post(BATCH, {"items": [item("t", "Sneaky fact.")]}, format="json").json()["results"]
     assert (results[0]["status"], results[0]["error"]["code"]) == (400, "unknown_domain")

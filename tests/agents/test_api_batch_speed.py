@@ -63,7 +63,7 @@ def test_one_validator_for_a_batch_answers_as_one_serializer_per_item(world):
 
 
 def test_the_domains_of_a_batch_are_read_in_one_query_and_resolve_as_one_by_one(world):
-    set_grant(role=world.coder_role, domain=world.conventions, level="none", by=Actor.of_system("t"))
+    set_grant(role=world.coder_role, domain=world.conventions, level="none", by=Actor.system("t"))
     keys = {
         ("architecture", None),
         (" architecture ", None),
@@ -140,7 +140,7 @@ def test_of_topics_reads_the_facts_of_exactly_its_domain_topic_pairs(world):
 
 
 def test_a_batch_checks_the_visibility_of_all_its_domains_in_one_query(world):
-    set_grant(role=world.coder_role, domain=world.conventions, level="none", by=Actor.of_system("t"))
+    set_grant(role=world.coder_role, domain=world.conventions, level="none", by=Actor.system("t"))
     domains = [world.architecture, world.conventions, world.repo_context, world.architecture]
     with CaptureQueriesContext(connection) as queries:
         hidden = hidden_domains(world.coder, domains)

@@ -12,7 +12,7 @@ from memory.services.tenancy import set_grant
 from tests.conftest import client_for
 from tests.factories import CandidateFactory, FactFactory, PolicyFactory
 
-SYSTEM = Actor.of_system("test")
+SYSTEM = Actor.system("test")
 LISTS = ["/api/v1/facts/", "/api/v1/policies/", "/api/v1/conflicts/", "/api/v1/candidates/"]
 HUGE = "99999999999999999999"
 

@@ -105,7 +105,7 @@ def test_resubmitting_the_same_candidate_id_is_idempotent(world, api):
 
 def test_a_candidate_id_taken_in_a_domain_the_agent_cannot_see_is_a_409_that_shows_nothing(world, api):
     submit(client_for(world.planner), domain="architecture", repo=None)
-    set_grant(role=world.coder_role, domain=world.architecture, level="none", by=Actor.of_system("t"))
+    set_grant(role=world.coder_role, domain=world.architecture, level="none", by=Actor.system("t"))
     response = api.post("/api/v1/candidates/", DOC, format="json")
     assert response.status_code == 409
     assert response.json()["code"] == "candidate_id_taken"
@@ -370,7 +370,7 @@ def test_another_workspace_never_sees_or_touches_candidates(world, api):
 
 def test_a_none_domain_hides_its_candidates(world, api):
     created = submit(api)
-    set_grant(role=world.coder_role, domain=world.repo_context, level="none", by=Actor.of_system("t"))
+    set_grant(role=world.coder_role, domain=world.repo_context, level="none", by=Actor.system("t"))
     assert api.get("/api/v1/candidates/").json()["results"] == []
     assert api.get(f"/api/v1/candidates/{created['id']}/").status_code == 404
     assert api.post(f"/api/v1/candidates/{created['id']}/promote/", {}, format="json").status_code == 404

@@ -78,8 +78,8 @@ def test_a_plain_agent_is_refused_403_veracity_not_allowed_and_nothing_is_writte
 
 
 def test_a_relay_agent_without_write_on_decisions_is_403(world, relay):
-    domain = create_domain(workspace=world.workspace, name="decisions", by=Actor.of_system("t"))
-    set_grant(role=world.coder_role, domain=domain, level="read", by=Actor.of_system("t"))
+    domain = create_domain(workspace=world.workspace, name="decisions", by=Actor.system("t"))
+    set_grant(role=world.coder_role, domain=domain, level="read", by=Actor.system("t"))
     before = _counts()
     answer = relay.post(URL, _body(), format="json")
     assert answer.status_code == 403
@@ -121,10 +121,10 @@ def test_one_decision_over_the_fact_limit_names_its_line_and_nothing_is_written(
 
 
 def test_another_workspaces_decisions_domain_is_never_touched(world):
-    other = create_domain(workspace=world.other_workspace, name="decisions", by=Actor.of_system("t"))
+    other = create_domain(workspace=world.other_workspace, name="decisions", by=Actor.system("t"))
     propose_fact(
         domain=other,
-        by=Actor.of_system("t"),
+        by=Actor.system("t"),
         data=FactInput(topic="deploy days", content="Deploys on Mondays.", memory_type="decision"),
     )
     type(world.foreign_agent).objects.filter(pk=world.foreign_agent.pk).update(relays_human_words=True)

@@ -79,7 +79,7 @@ def test_malformed_json_and_wrong_body_type_are_400(world, api):
 
 def test_none_grant_hides_the_domain_from_list_detail_and_writes(world, api):
     created = api.post("/api/v1/facts/", GOOD, format="json").json()["fact"]
-    set_grant(role=world.coder_role, domain=world.architecture, level="none", by=Actor.of_system("t"))
+    set_grant(role=world.coder_role, domain=world.architecture, level="none", by=Actor.system("t"))
     assert api.get("/api/v1/facts/").json()["results"] == []
     assert api.get(f"/api/v1/facts/{created['id']}/").status_code == 404
     assert api.post("/api/v1/facts/", GOOD, format="json").json()["code"] == "unknown_domain"

@@ -9,7 +9,7 @@ from memory.services.tenancy import set_grant
 from tests.conftest import client_for
 from tests.factories import DomainFactory, FactFactory, PolicyFactory
 
-SYSTEM = Actor.of_system("test")
+SYSTEM = Actor.system("test")
 
 
 @pytest.fixture

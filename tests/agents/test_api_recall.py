@@ -60,7 +60,7 @@ def test_search_hides_none_domains_and_other_workspaces(world, api):
             .json()["results"]
             == []
         )
-    set_grant(role=world.coder_role, domain=world.architecture, level="none", by=Actor.of_system("t"))
+    set_grant(role=world.coder_role, domain=world.architecture, level="none", by=Actor.system("t"))
     for mode in ("keyword", "semantic", "hybrid"):
         assert (
             api.post("/api/v1/search/", {"query": "deploys Tuesdays", "mode": mode}, format="json").json()["results"]

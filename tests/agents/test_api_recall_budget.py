@@ -106,7 +106,7 @@ def test_a_search_without_hits_opens_no_episode(world, api, facts, deferred_reca
 
 def test_a_revoked_key_is_refused_on_the_very_next_request(world, api, facts):
     assert api.post("/api/v1/preamble/", {"task": TASK}, format="json").status_code == 200
-    revoke_agent(agent=world.coder, by=Actor.of_system("test"))
+    revoke_agent(agent=world.coder, by=Actor.system("test"))
     response = api.post("/api/v1/preamble/", {"task": TASK}, format="json")
     assert response.status_code == 401 and response.json()["code"] == "key_revoked"
     assert api.post("/api/v1/search/", {"query": "flaky deploy"}, format="json").status_code == 401
@@ -114,7 +114,7 @@ def test_a_revoked_key_is_refused_on_the_very_next_request(world, api, facts):
 
 def test_a_rotated_key_stops_working_on_the_very_next_request(world, api, facts):
     assert api.post("/api/v1/search/", {"query": "flaky deploy"}, format="json").status_code == 200
-    new_key = rotate_key(agent=world.coder, by=Actor.of_system("test"))
+    new_key = rotate_key(agent=world.coder, by=Actor.system("test"))
     assert api.post("/api/v1/search/", {"query": "flaky deploy"}, format="json").status_code == 401
     fresh = client_for(None)
     fresh.credentials(HTTP_AUTHORIZATION=f"Bearer {new_key}")
@@ -126,7 +126,7 @@ def test_a_new_none_grant_hides_the_domain_on_the_very_next_request(world, api, 
     before = api.post("/api/v1/preamble/", {"task": TASK}, format="json").json()
     assert any(f["domain"] == "architecture" for f in before["facts"])
     assert any(rule.rule in line for line in before["policies"])
-    set_grant(role=world.coder_role, domain=world.architecture, level="none", by=Actor.of_system("test"))
+    set_grant(role=world.coder_role, domain=world.architecture, level="none", by=Actor.system("test"))
     after = api.post("/api/v1/preamble/", {"task": TASK}, format="json").json()
     assert all(f["domain"] != "architecture" for f in after["facts"])
     assert not any(rule.rule in line for line in after["policies"])
@@ -144,7 +144,7 @@ def test_policy_and_notes_changes_show_on_the_very_next_preamble(world, api, fac
     assert api.post("/api/v1/preamble/", {"task": TASK}, format="json").json()["policies"] == [
         "- [conventions] Never edit an issued invoice."
     ]
-    deactivate_policy(policy=rule, by=Actor.of_system("test"))
+    deactivate_policy(policy=rule, by=Actor.system("test"))
     assert api.post("/api/v1/preamble/", {"task": TASK}, format="json").json()["policies"] == []
     update_notes(agent=world.coder, notes="first draft", by=Actor.of_agent(world.coder))
     assert api.post("/api/v1/preamble/", {"task": TASK}, format="json").json()["working_memory"] == "first draft"

@@ -90,7 +90,7 @@ def test_errors_raise_with_the_api_code_and_fields(world, engram, live_server):
 
     from memory.services.tenancy import set_grant
 
-    set_grant(role=world.coder_role, domain=world.architecture, level="read", by=Actor.of_system("test"))
+    set_grant(role=world.coder_role, domain=world.architecture, level="read", by=Actor.system("test"))
     with pytest.raises(EngramError) as forbidden:
         engram.propose_policy(domain="architecture", rule="Never deploy on Fridays.")
     assert (forbidden.value.status, forbidden.value.code) == (403, "insufficient_memory_permission")

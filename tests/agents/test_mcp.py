@@ -338,7 +338,7 @@ def test_the_remember_prompt_needs_a_task_and_an_artifact():
 
 # --- the tools issue 20 added answer what the API answers ----------------------------------------
 def test_mcp_candidate_policy_and_harmonize_tools_answer_like_the_api(world, reviewer_reviews_world_domains):
-    set_grant(role=world.coder_role, domain=world.architecture, level="write", by=Actor.of_system("test"))
+    set_grant(role=world.coder_role, domain=world.architecture, level="write", by=Actor.system("test"))
     api = client_for(world.coder)
     policies = [PolicyFactory(domain=world.architecture, rule="Deploy on Tuesdays.") for _ in range(2)]
     twin_doc = {**DOC, "candidate_id": "memcand-over-http"}

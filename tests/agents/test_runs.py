@@ -311,7 +311,7 @@ def test_finish_without_offer_creates_nothing_and_a_finished_run_is_read_only(wo
 
 
 def test_finish_refuses_a_domain_the_role_holds_none_on(world, api):
-    set_grant(role=world.coder_role, domain=world.conventions, level="none", by=Actor.of_system("test"))
+    set_grant(role=world.coder_role, domain=world.conventions, level="none", by=Actor.system("test"))
     run = _run(api)
     api.post(f"{RUNS}{run}/bank/knowledge/", {"id": "k1", "content": "c"}, format="json")
     before = _counts()

@@ -64,7 +64,7 @@ ADMIN_MODELS: list[type[Model]] = [
     *apps.get_app_config("agents").get_models(),
 ]
 
-SYSTEM = Actor.of_system("tests")
+SYSTEM = Actor.system("tests")
 
 
 # --- Local helpers (no shared factories on purpose: this file stands alone) ----------------

@@ -67,7 +67,7 @@ def test_the_api_challenge_is_the_latest_one_and_null_once_revalidated(world, ap
 def test_latest_challenges_reads_many_facts_in_one_query(world):
     facts = [FactFactory(domain=world.architecture) for _ in range(4)]
     for i, fact in enumerate(facts[:3]):
-        challenge_fact(fact=fact, by=Actor.of_system("test"), reason="review", detail=f"look {i}")
+        challenge_fact(fact=fact, by=Actor.system("test"), reason="review", detail=f"look {i}")
     facts = list(Fact.objects.filter(pk__in=[f.pk for f in facts]).order_by("pk"))
     with CaptureQueriesContext(connection) as queries:
         found = latest_challenges(facts)

@@ -31,7 +31,7 @@ from tests.conftest import client_for
 from tests.factories import AgentFactory
 from tests.review.samples import FILES, OUTPUT
 
-SYSTEM = Actor.of_system("test")
+SYSTEM = Actor.system("test")
 DEPLOYS = {"domain": "architecture", "topic": "deploys", "memory_type": "convention"}
 CANDIDATE = {
     "schema": "awtl.memory_candidate.v2",

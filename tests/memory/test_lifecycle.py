@@ -25,7 +25,7 @@ from memory.services.lifecycle import (
 )
 from tests.factories import CandidateFactory, FactFactory
 
-BY = Actor.of_system("test")
+BY = Actor.system("test")
 
 
 def status_of(fact: Fact) -> str:

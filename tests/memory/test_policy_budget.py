@@ -25,7 +25,7 @@ from memory.services.tenancy import set_grant
 from tests.factories import PolicyFactory
 from tests.races import race
 
-SYSTEM = Actor.of_system("test")
+SYSTEM = Actor.system("test")
 
 
 @pytest.fixture

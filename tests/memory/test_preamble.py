@@ -91,7 +91,7 @@ def test_none_domains_superseded_expired_and_inactive_facts_never_appear(world):
     visible = deploy_fact(world, "The deploy pipeline retries flaky steps twice.")
     hidden = deploy_fact(world, "Deploy pipeline secrets live in Vault.", domain=world.conventions)
     PolicyFactory(domain=world.conventions, rule="Hidden policy.")
-    set_grant(role=world.coder_role, domain=world.conventions, level="none", by=Actor.of_system("t"))
+    set_grant(role=world.coder_role, domain=world.conventions, level="none", by=Actor.system("t"))
     newer = deploy_fact(world, "The deploy pipeline runs on Buildkite.", topic="ci")
     deploy_fact(
         world, "The deploy pipeline runs on Jenkins.", topic="ci", superseded_by=newer, superseded_at=timezone.now()

@@ -18,7 +18,7 @@ from memory.services.policies import (
 from memory.services.tenancy import set_grant
 from tests.factories import FactFactory, PolicyFactory, RoleFactory
 
-SYSTEM = Actor.of_system("test")
+SYSTEM = Actor.system("test")
 
 
 @pytest.fixture

@@ -355,7 +355,7 @@ def test_a_dry_run_says_why_it_would_not_promote(world):
 def test_auto_promotion_refuses_an_unverified_candidate(world):
     candidate = submit(world)
     approve_candidate(candidate=candidate, by=Actor.of_user(world.reviewer))  # evidence, but no replay
-    decision = promote(candidate=candidate, by=Actor.of_system("auto-promoter"), write=True, auto=True)
+    decision = promote(candidate=candidate, by=Actor.system("auto-promoter"), write=True, auto=True)
     assert decision.decision == "refused"
     assert decision.auto is True
     assert decision.scorecard["auto_promotion"]["status"] == "failed"
@@ -369,7 +369,7 @@ def test_auto_promotion_refuses_a_candidate_requiring_human_review(world):
     candidate = submit(world, requires_human_review=True)
     replay(world, candidate, passed=True)
     approve_candidate(candidate=candidate, by=Actor.of_user(world.reviewer))
-    decision = promote(candidate=candidate, by=Actor.of_system("auto-promoter"), write=True, auto=True)
+    decision = promote(candidate=candidate, by=Actor.system("auto-promoter"), write=True, auto=True)
     assert decision.decision == "refused"
     assert "human review" in decision.scorecard["auto_promotion"]["reason"]
 
@@ -378,7 +378,7 @@ def test_auto_promotion_promotes_a_replay_verified_candidate(world):
     candidate = submit(world)
     replay(world, candidate, passed=True)
     assert gates(candidate)["auto_promotion"] == "passed"
-    decision = promote(candidate=candidate, by=Actor.of_system("auto-promoter"), write=True, auto=True)
+    decision = promote(candidate=candidate, by=Actor.system("auto-promoter"), write=True, auto=True)
     assert decision.decision == "promote"
     assert decision.decided_by_label == "system:auto-promoter"
 

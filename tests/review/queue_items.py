@@ -46,7 +46,7 @@ def fact(agent: Agent, domain: MemoryDomain, topic: str, text: str) -> Fact:
 def challenged(agent: Agent, domain: MemoryDomain, topic: str, text: str) -> Fact:
     """A fact written by `agent`, then challenged: a queue item to revalidate or deprecate."""
     written = fact(agent, domain, topic, text)
-    return challenge_fact(fact=written, by=Actor.of_system("test"), reason="stale")
+    return challenge_fact(fact=written, by=Actor.system("test"), reason="stale")
 
 
 def possible(agent: Agent, domain: MemoryDomain, topic: str, old: str, new: str) -> Conflict:

@@ -55,7 +55,7 @@ def test_a_workspace_admin_records_decisions_and_sees_each_lines_outcome(world):
 
 
 def test_the_form_is_shown_to_a_person_who_may_decide_in_decisions(world):
-    domain = create_domain(workspace=world.workspace, name="decisions", by=Actor.of_system("t"))
+    domain = create_domain(workspace=world.workspace, name="decisions", by=Actor.system("t"))
     assign_perm("memory.review_domain", world.reviewer, domain)
     page = _client(world.reviewer).get(URL)
     assert page.status_code == 200
@@ -73,7 +73,7 @@ def test_a_reviewer_without_write_on_decisions_is_denied_and_nothing_is_written(
         assert answer.status_code == 403
         assert 'data-testid="denied"' in answer.content.decode()
         assert not Fact.objects.filter(domain__name="decisions").exists()
-        create_domain(workspace=world.workspace, name="decisions", by=Actor.of_system("t"))
+        create_domain(workspace=world.workspace, name="decisions", by=Actor.system("t"))
     assert not Episode.objects.filter(kind="meeting").exists()
 
 

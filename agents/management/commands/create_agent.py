@@ -33,7 +33,7 @@ class Command(BaseCommand):
                 workspace_slug=opts["workspace"],
                 name=opts["name"],
                 role_name=opts["role"],
-                by=Actor.of_system("manage.py create_agent"),
+                by=Actor.system("manage.py create_agent"),
                 relays_human_words=opts["relays_human_words"],
                 is_verifier=opts["verifier"],
             )

@@ -42,7 +42,7 @@ class Command(BaseCommand):
             WorkspaceMembership.objects.get_or_create(user=admin, workspace=demo, defaults={"is_admin": True})
             agent = Agent.objects.filter(workspace=demo, name="coder-1").first()
             if agent is not None and not key_file.exists():
-                key_file.write_text(rotate_key(agent=agent, by=Actor.of_system("engram_up")) + "\n")
+                key_file.write_text(rotate_key(agent=agent, by=Actor.system("engram_up")) + "\n")
                 key_file.chmod(0o600)
         key = key_file.read_text().strip() if key_file.exists() else "(no demo agent: run `manage.py create_agent`)"
         url = f"http://127.0.0.1:{opts['port']}/"

@@ -18,7 +18,7 @@ class Command(BaseCommand):
         parser.add_argument("name")
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        by = Actor.of_system("manage.py create_domain")
+        by = Actor.system("manage.py create_domain")
         workspace = Workspace.objects.filter(slug=opts["workspace"]).first()
         if workspace is None:
             raise CommandError(f"No workspace {opts['workspace']!r}. Create one with `manage.py create_agent` first.")

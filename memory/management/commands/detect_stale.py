@@ -16,7 +16,7 @@ class Command(BaseCommand):
     help = "Mark active facts not validated within their memory type's window as challenged (stale)."
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        counts = detect_stale(by=Actor.of_system("manage.py detect_stale"))
+        counts = detect_stale(by=Actor.system("manage.py detect_stale"))
         total = sum(counts.values())
         per_type = ", ".join(f"{memory_type} {n}" for memory_type, n in sorted(counts.items()))
         self.stdout.write(f"Challenged {total} stale fact(s)" + (f": {per_type}." if per_type else "."))

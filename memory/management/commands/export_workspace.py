@@ -54,7 +54,7 @@ class Command(BaseCommand):
                 counts = export_workspace(
                     workspace=workspace,
                     out=out,
-                    by=Actor.of_system("manage.py export_workspace"),
+                    by=Actor.system("manage.py export_workspace"),
                     with_vectors=opts["with_vectors"],
                     progress=bar.update,
                 )

@@ -28,7 +28,7 @@ class Command(BaseCommand):
             raise CommandError(f"No role {opts['role']!r} in {workspace.slug}.")
         try:
             domain = resolve_domain(workspace_id=workspace.pk, label=opts["domain"])
-            set_grant(role=role, domain=domain, level=opts["level"], by=Actor.of_system("manage.py grant"))
+            set_grant(role=role, domain=domain, level=opts["level"], by=Actor.system("manage.py grant"))
         except EngramError as exc:
             raise CommandError(exc.detail) from None
         self.stdout.write(f"{role.name} on {domain.label}: {opts['level']}")

@@ -45,7 +45,7 @@ class Command(BaseCommand):
                 result = import_workspace(
                     lines=lines,
                     slug=opts["slug"],
-                    by=Actor.of_system("manage.py import_workspace"),
+                    by=Actor.system("manage.py import_workspace"),
                     progress=bar.update,
                 )
         except PortabilityError as exc:
