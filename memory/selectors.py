@@ -128,7 +128,9 @@ def facts_as_they_were(facts: list[Fact], as_of: datetime) -> list[Fact]:
 
 
 def conflicts_as_of(conflicts: list[Conflict], as_of: datetime) -> list[Conflict]:
-    """The conflicts detected by `as_of`; one decided after it shows as it was then: open."""
+    """The conflicts detected by `as_of`; one decided after it shows as it was then: open. An open
+    one shows the pair it asked about then (re-pointed to a successor only later: the earlier
+    fact) and its facts as they were, so whether it waited or was closed is that of then."""
     then = []
     for conflict in conflicts:
         if conflict.detected_at > as_of:
@@ -138,7 +140,80 @@ def conflicts_as_of(conflicts: list[Conflict], as_of: datetime) -> list[Conflict
             conflict.status, conflict.resolution, conflict.rule = Conflict.Status.OPEN, "", ""
             conflict.winner, conflict.loser, conflict.decided_at = None, None, None
         then.append(conflict)
-    return then
+    opened = [c for c in then if c.status == Conflict.Status.OPEN]
+    if not opened:
+        return then
+    later = AuditEvent.objects.filter(
+        target_type="conflict", target_id__in=[c.pk for c in opened], verb="conflict.repointed", created_at__gt=as_of
+    ).order_by("-created_at", "-id")
+    undo: dict[int, list[dict[str, Any]]] = {}
+    for event in later:
+        undo.setdefault(event.target_id or 0, []).append(event.detail or {})
+    wanted = {d["from"] for moves in undo.values() for d in moves if isinstance(d.get("from"), int)}
+    earlier = {f.pk: f for f in Fact.objects.filter(pk__in=wanted).defer("embedding", "search_vector")}
+    out = []
+    for conflict in then:
+        if conflict.status == Conflict.Status.OPEN:
+            conflict = copy.copy(conflict)
+            for move in undo.get(conflict.pk, []):  # newest first: back to the pair of then
+                if move.get("side") in ("existing", "proposed") and move.get("from") in earlier:
+                    setattr(conflict, move["side"], earlier[move["from"]])
+        out.append(conflict)
+    sides = {f.pk: f for c in out if c.status == Conflict.Status.OPEN for f in (c.existing, c.proposed)}
+    was = {f.pk: f for f in facts_as_they_were(list(sides.values()), as_of)}  # one query for all
+    for conflict in out:
+        if conflict.status == Conflict.Status.OPEN:
+            conflict.existing = was.get(conflict.existing_id, conflict.existing)
+            conflict.proposed = was.get(conflict.proposed_id, conflict.proposed)
+    return out
+
+
+# --- Whether an open conflict waits for a person ---------------------------------------------------
+# The API's status of a conflict stored `open` whose pair is no longer live (see conflict_status).
+CONFLICT_CLOSED = "closed"
+LIVE_STATUSES = (FactStatus.ACTIVE, FactStatus.CHALLENGED)
+
+
+def _live(side: str) -> Q:
+    return Q(**{f"{side}__superseded_by__isnull": True, f"{side}__status__in": LIVE_STATUSES})
+
+
+# A possible conflict that waits for a person: open, both facts live (not superseded, not retired).
+# The review queue's possible conflicts (review.selectors_queue.possible_conflicts) are these, and
+# so is the API's `GET conflicts/?status=open`.
+WAITING = Q(status=Conflict.Status.OPEN) & _live("existing") & _live("proposed")
+# Stored open, but a fact of the pair was superseded with no live successor to follow, or retired.
+CLOSED = Q(status=Conflict.Status.OPEN) & ~(_live("existing") & _live("proposed"))
+
+
+def conflict_closure(conflict: Conflict) -> str:
+    """Why a possible conflict left open no longer waits for a person, in one sentence; "" when it
+    waits, or was decided or dismissed. Its open conflicts follow a superseded fact to its live
+    successor (memory.services.conflicts.follow_successor), so what is left is: a fact superseded
+    by the other fact of the pair, or by one whose pair with it is asked about or dismissed
+    elsewhere, and a fact deprecated or archived. The API (`closed_reason`) and the review page
+    both say this."""
+    if conflict.status != Conflict.Status.OPEN:
+        return ""
+    pair = ((conflict.existing, conflict.proposed), (conflict.proposed, conflict.existing))
+    said = []
+    for side, other in pair:
+        if side.superseded_by_id is not None:
+            by = (
+                f"fact #{other.pk}, the other fact of the pair"
+                if side.superseded_by_id == other.pk
+                else f"fact #{side.superseded_by_id}"
+            )
+            said.append(f"fact #{side.pk} was superseded by {by}")
+        elif side.status not in LIVE_STATUSES:
+            said.append(f"fact #{side.pk} was {side.status}")
+    return "; ".join(said)
+
+
+def conflict_status(conflict: Conflict) -> str:
+    """The status a conflict is answered with: its own, except `closed` for one left open whose
+    pair is no longer live (conflict_closure says why); `open` always means it waits for a person."""
+    return CONFLICT_CLOSED if conflict_closure(conflict) else conflict.status
 
 
 def challenge_as_of(fact: Fact, as_of: datetime) -> AuditEvent | None:
@@ -209,7 +284,11 @@ def conflicts_for_agent(agent: Agent, filters: dict[str, Any]) -> QuerySet[Confl
         .select_related(*_CONFLICT_FACTS)
         .defer(*_CONFLICT_FACTS_UNSHOWN)
     )
-    if filters.get("status"):
+    if filters.get("status") == Conflict.Status.OPEN:
+        qs = qs.filter(WAITING)  # the review queue's: both facts live
+    elif filters.get("status") == CONFLICT_CLOSED:
+        qs = qs.filter(CLOSED)
+    elif filters.get("status"):
         qs = qs.filter(status=filters["status"])
     if filters.get("domain"):
         qs = qs.filter(domain=domain_for_agent(agent, domain=filters["domain"], repo=filters.get("repo")))

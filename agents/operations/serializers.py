@@ -13,6 +13,7 @@ from rest_framework import serializers
 from agents.operations.serializers_as_of import AS_OF_HELP, VALID_AT_HELP, MomentField
 from memory.models import Conflict, FactMention, FactStatus, Job, MemoryType, Veracity
 from memory.search.hybrid import MODES
+from memory.selectors import CONFLICT_CLOSED, conflict_closure, conflict_status
 from memory.services.facts import PROPOSAL_OUTCOMES, SESSION_KEY_MAX
 
 # `fields` cannot be a declared field name on a DRF Serializer class, hence the inline form.
@@ -221,8 +222,16 @@ class FactOut(serializers.Serializer):
         }
 
 
-CONFLICT_STATUSES = Conflict.Status.values
+# `closed`: left open, but a fact of the pair is no longer live (memory.selectors.conflict_status).
+CONFLICT_STATUSES = [*Conflict.Status.values, CONFLICT_CLOSED]
 CONFLICT_RESOLUTIONS = Conflict.Resolution.values
+
+
+class ConflictStatusField(serializers.ChoiceField):
+    """A conflict's status as the API answers it (memory.selectors.conflict_status), from the row."""
+
+    def to_representation(self, value: Any) -> str:
+        return conflict_status(value)
 
 
 class ConflictOut(serializers.Serializer):
@@ -233,10 +242,16 @@ class ConflictOut(serializers.Serializer):
     id = serializers.IntegerField()
     domain = serializers.CharField(source="domain.label")
     topic = serializers.CharField()
-    status = serializers.ChoiceField(
+    status = ConflictStatusField(
+        source="*",
         choices=CONFLICT_STATUSES,
-        help_text="open: a possible conflict waiting for a person, both facts live; decided; "
-        "dismissed: a person said both are true",
+        help_text="open: a possible conflict waiting for a person, both facts live (a superseded fact's open "
+        "conflicts follow it to its live successor); decided; dismissed: a person said both are true; closed: "
+        "no person decided it, but a fact of the pair is no longer live (see closed_reason)",
+    )
+    closed_reason = serializers.SerializerMethodField(
+        help_text="why a closed conflict no longer waits, e.g. “fact #5 was superseded by fact #7, the other fact "
+        "of the pair”; empty otherwise"
     )
     resolution = serializers.ChoiceField(
         choices=["", *CONFLICT_RESOLUTIONS],
@@ -259,6 +274,9 @@ class ConflictOut(serializers.Serializer):
     detected_by = serializers.CharField()
     detected_at = serializers.DateTimeField()
     decided_at = serializers.DateTimeField(allow_null=True)
+
+    def get_closed_reason(self, conflict: Any) -> str:
+        return conflict_closure(conflict)
 
     def get_winner_content(self, conflict: Any) -> str | None:
         return conflict.winner.content if conflict.winner_id else None
@@ -580,7 +598,10 @@ class ConflictListQuery(serializers.Serializer):
     repo = serializers.SlugField(required=False, max_length=100)
     topic = serializers.CharField(required=False, max_length=200)
     status = serializers.ChoiceField(
-        choices=CONFLICT_STATUSES, required=False, help_text="open: possible conflicts waiting for a person"
+        choices=CONFLICT_STATUSES,
+        required=False,
+        help_text="open: possible conflicts waiting for a person (both facts live, as in the review queue); "
+        "closed: left open, but a fact of the pair is no longer live",
     )
 
 

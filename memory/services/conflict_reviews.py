@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from memory.actors import Actor
+from memory.actors import Actor, require_actor
 from memory.audit import record_event
 from memory.errors import InvalidInput, StateConflict
 from memory.metrics import observe_review_latency
@@ -20,7 +20,7 @@ def review_conflict(*, conflict: Conflict, by: Actor, restore_loser: bool, reaso
     """Accept a machine's decision, or restore the loser's text: the current live head of the
     winner's chain is superseded by it, stated by the person. Either way the conflict is marked
     reviewed; a second review is refused (StateConflict `conflict_reviewed`)."""
-    if by.user is None:
+    if not require_actor(by).is_user:
         raise InvalidInput("Only a person reviews conflicts.", code="human_review_required")
     conflict = Conflict.objects.select_for_update(of=("self",)).select_related("winner", "loser").get(pk=conflict.pk)
     if conflict.reviewed_at is not None:

@@ -13,6 +13,14 @@ to a live fact of its domain and topic, for every path that compares facts — p
   Conflict waits in the review queue for a person (`decide_conflict`).
 - SEPARATE → nothing to apply: two independent facts.
 
+Whenever a fact is superseded (a proposal that wins a conflict, an explicit supersession by a
+person or a relay agent, a merge, a person's decision, a promotion's replacement), its open
+possible conflicts follow it (`follow_successor`): the superseded side is re-pointed to the
+successor and the conflict stays open, so a contradiction that is still live stays in the review
+queue. When the successor is the other fact of the pair, or the pair is asked already (or was
+dismissed), the conflict is left on the superseded fact and reads as closed
+(memory.selectors.conflict_closure says why, for the API and the review page alike).
+
 Callers hold the transaction and the locks (lock_topic, then the live rows in pk order); these
 functions write the rows and their audit events. No model inference happens here.
 """
@@ -30,14 +38,14 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memory import access
-from memory.actors import Actor
+from memory.actors import Actor, require_actor
 from memory.audit import record_event
 from memory.embeddings import cosine
 from memory.errors import InsufficientPermission, InvalidInput, StateConflict
 from memory.metrics import observe_review_latency
 from memory.models import VERACITY_WEIGHT, Conflict, Episode, Fact, FactMention, FactStatus
 from memory.services.lifecycle import ChallengeReason, challenge_fact
-from memory.similarity import Relation, Verdict, classify_many, normalise
+from memory.similarity import NEAREST_FACTS, Relation, Verdict, classify_many, normalise
 
 if TYPE_CHECKING:
     from memory.models import Agent
@@ -112,7 +120,9 @@ def compare(content: str, vector: list[float], live: Iterable[Fact]) -> list[Mat
             similarities.append(cosine(vector, list(fact.embedding)))
         else:
             similarities.append(1.0 if normalise(fact.content) == normalise(content) else 0.0)
-    verdicts = classify_many([(f.content, content, s) for f, s in zip(facts, similarities, strict=True)])
+    # the nearest live facts only, whatever the topic's size (issue 33: a bounded cost per proposal)
+    pairs = [(f.content, content, s) for f, s in zip(facts, similarities, strict=True)]
+    verdicts = classify_many(pairs, nearest=NEAREST_FACTS)
     return [Match(f, v, s) for f, v, s in zip(facts, verdicts, similarities, strict=True)]
 
 
@@ -257,6 +267,7 @@ def apply_same(
         target=absorbed,
         detail={"into": fact.pk, **detail},
     )
+    follow_successor(old=absorbed, successor=fact, by=by)
     return mention
 
 
@@ -275,7 +286,7 @@ def apply_conflict(
     challenged (a promoted rule does not go quietly into history: reviewers see it, SPEC §7)."""
     now = now or timezone.now()
     winner, loser, rule = decide_winner(new, old)
-    _supersede(winner, loser, f"lost a conflict on {rule} to fact {winner.pk} ({reason})", now)
+    _supersede(winner, loser, f"lost a conflict on {rule} to fact {winner.pk} ({reason})", now, by)
     conflict = _record_decided(
         new=new,
         old=old,
@@ -359,11 +370,11 @@ def apply_replacement(
     restates it (a SAME the write would have kept as a re-mention): `new` supersedes `old` by the
     rule `human`, and a decided, already reviewed Conflict row records the pair. No challenge: a
     reviewer has just decided it. Raises InvalidInput unless `by` is a person."""
-    if by.user is None:
+    if not require_actor(by).is_user:
         raise InvalidInput("Only a person replaces a fact's wording this way.", code="human_review_required")
     now = now or timezone.now()
     why = f"a person replaced its wording with fact {new.pk}"
-    _supersede(new, old, f"{why} ({reason})" if reason else why, now)
+    _supersede(new, old, f"{why} ({reason})" if reason else why, now, by)
     return _record_decided(
         new=new,
         old=old,
@@ -425,9 +436,48 @@ def open_possible_conflict(
     return conflict
 
 
-def _supersede(winner: Fact, loser: Fact, reason: str, now: datetime) -> None:
+def _supersede(winner: Fact, loser: Fact, reason: str, now: datetime, by: Actor) -> None:
     loser.superseded_by, loser.superseded_at, loser.supersede_reason = winner, now, reason[:500]
     loser.save(update_fields=["superseded_by", "superseded_at", "supersede_reason"])
+    follow_successor(old=loser, successor=winner, by=by)
+
+
+def follow_successor(*, old: Fact, successor: Fact, by: Actor) -> list[Conflict]:
+    """`old` has just been superseded by `successor` (in the caller's transaction, under the lock
+    of their domain+topic, which every writer of a topic's open conflicts holds): each open
+    possible conflict `old` is a side of is re-pointed to `successor` and stays open, with a
+    `conflict.repointed` audit event, so a live contradiction stays in the review queue rather
+    than being orphaned beside the new fact. Left as they are (and so closed: see
+    memory.selectors.conflict_closure) are a conflict whose other fact *is* the successor (the
+    pair is settled by this supersession), one whose successor is not live, and one whose new pair
+    is already asked about or was dismissed as both true (settled_pairs). The conflicts are locked
+    in pk order. Answers the conflicts re-pointed."""
+    opened = list(
+        Conflict.objects.select_for_update(of=("self",))
+        .filter(Q(existing_id=old.pk) | Q(proposed_id=old.pk), status=Conflict.Status.OPEN)
+        .order_by("pk")
+    )
+    moved: list[Conflict] = []
+    for conflict in opened:
+        side = "existing" if conflict.existing_id == old.pk else "proposed"
+        other_id = conflict.proposed_id if side == "existing" else conflict.existing_id
+        if successor.pk == other_id or not successor.is_live:
+            continue
+        if frozenset((successor.pk, other_id)) in settled_pairs([successor.pk, other_id]):
+            continue
+        setattr(conflict, f"{side}_id", successor.pk)
+        note = f"fact {old.pk} was superseded by fact {successor.pk}, which stands in its place"
+        conflict.reason = (f"{conflict.reason} ({note})" if conflict.reason else note)[:500]
+        conflict.save(update_fields=[side, "reason"])
+        record_event(
+            actor=by,
+            verb="conflict.repointed",
+            workspace_id=conflict.workspace_id,
+            target=conflict,
+            detail={"side": side, "from": old.pk, "to": successor.pk, "other": other_id},
+        )
+        moved.append(conflict)
+    return moved
 
 
 # --- A person's decision -------------------------------------------------------------------------
@@ -447,7 +497,7 @@ def decide_conflict(
     for anyone but a person, or a bad resolution or winner), InsufficientPermission for a person
     who may not decide the domain (memory.access), StateConflict `conflict_decided` once decided
     and `conflict_facts_changed` when either fact is no longer live."""
-    if by.user is None:
+    if not require_actor(by).is_user:
         raise InvalidInput("Only a person decides a possible conflict.", code="human_review_required")
     if not access.may_decide_domain(by.user, conflict.domain_id):
         raise InsufficientPermission("You may not decide this conflict's domain.")
@@ -501,7 +551,7 @@ def decide_conflict(
         winner = pair[winner_id]
         loser = proposed if winner is existing else existing
         # No challenge for a promoted loser here: a reviewer has just decided it.
-        _supersede(winner, loser, f"contradicted by fact {winner.pk}, {why}", now)
+        _supersede(winner, loser, f"contradicted by fact {winner.pk}, {why}", now, by)
         conflict.winner, conflict.loser = winner, loser
         detail.update(winner=winner.pk, loser=loser.pk)
     conflict.status = (

@@ -36,7 +36,7 @@ from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from memory import access
-from memory.actors import Actor
+from memory.actors import Actor, require_actor
 from memory.embeddings import embed_texts, fact_text
 from memory.errors import InsufficientPermission, InvalidInput
 from memory.models import Episode, Fact, GrantLevel, MemoryDomain, MemoryType, Veracity, Workspace
@@ -135,6 +135,7 @@ def decisions_domain(workspace: Workspace) -> MemoryDomain | None:
 def check_may_record(*, workspace: Workspace, by: Actor) -> MemoryDomain | None:
     """Raise unless `by` may record decisions in `workspace` (see the module docstring); answers the
     existing `decisions` domain, or None when it will be created on first use."""
+    by = require_actor(by)
     domain = decisions_domain(workspace)
     agent = by.agent
     if agent is not None:
@@ -146,7 +147,7 @@ def check_may_record(*, workspace: Workspace, by: Actor) -> MemoryDomain | None:
                 fields={"domain": [f"No write access to {domain.label!r}."]},
             )
         return domain
-    if by.user is None:  # the system, acting for an operator
+    if by.is_system:  # the system, acting for an operator
         return domain
     allowed = (
         access.may_decide_domain(by.user, domain)

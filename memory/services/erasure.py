@@ -26,7 +26,7 @@ from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 
 from memory import access, recalls
-from memory.actors import Actor
+from memory.actors import Actor, require_actor
 from memory.audit import record_event
 from memory.errors import EngramError, InsufficientPermission, StateConflict
 from memory.models import (
@@ -519,7 +519,7 @@ def erase(*, plan: ErasurePlan, reason: str, by: Actor) -> AuditEvent:
     """Erase what `plan` selected, recomputed under lock, in one transaction; returns the
     tombstone (`subject.erased`). Raises ErasureForbidden unless `by` is a person administering
     the workspace, InvalidSelection without a reason, NothingToErase if no fact is left."""
-    if by.user is None or by.agent is not None or not access.is_workspace_admin(by.user, plan.workspace):
+    if not require_actor(by).is_user or not access.is_workspace_admin(by.user, plan.workspace):
         raise ErasureForbidden()
     reason = (reason or "").strip()
     if not reason or len(reason) > 500:

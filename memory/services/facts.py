@@ -20,7 +20,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from memory.actors import Actor
+from memory.actors import Actor, require_actor
 from memory.audit import record_event, record_events
 from memory.embeddings import embed_text, embed_texts, fact_text
 from memory.errors import EngramError, FactNotLive, InvalidInput, NotFound, ProtectedFact, VeracityNotAllowed
@@ -43,6 +43,7 @@ from memory.services.conflicts import (
     apply_replacement,
     apply_same,
     compare,
+    follow_successor,
     lock_topic,
     open_possible_conflict,
     relate,
@@ -242,6 +243,7 @@ def propose_fact_locked(*, domain: MemoryDomain, data: FactInput, by: Actor, vec
 
 
 def _check_proposal(*, domain: MemoryDomain, data: FactInput, by: Actor) -> None:
+    require_actor(by)
     if by.agent is not None:
         require_visible_domain(by.agent, domain)
     check_veracity_authority(by, data.veracity, vouched_by_person=data.vouched_by_person)
@@ -257,6 +259,7 @@ def propose_facts(*, items: Sequence[IngestItem], by: Actor) -> list[ProposalRes
     before any transaction; they are then written in one transaction, each item that is compared
     row by row in its own savepoint, so a refused item writes nothing and leaves the others
     written. Answers, per item, its ProposalResult or the EngramError that refused it."""
+    require_actor(by)
     answers: dict[int, ProposalResult | EngramError] = {}
     hidden = hidden_domains(by.agent, (item.domain for item in items)) if by.agent is not None else {}
     accepted: list[int] = []
@@ -429,10 +432,16 @@ def _check_may_replace(by: Actor, fact: Fact) -> None:
 def supersede_fact(*, fact: Fact, by: Actor, content: str, reason: str = "", veracity: str | None = None) -> Fact:
     """Replace `fact` with a new version; the old row's content is never edited.
 
+    Its open possible conflicts follow it to the new version and stay open (follow_successor):
+    under the lock of its domain+topic, which every writer of the topic's facts and conflicts
+    takes first, then the fact, then those conflicts (pk order).
+
     Raises FactNotLive if it was already superseded or retired, InvalidInput for bad content,
     NotFound (`fact_not_found`) when an agent may not see the fact, exactly as for a missing one."""
+    by = require_actor(by)
     if by.agent is not None and not Fact.objects.visible_to(by.agent).filter(pk=fact.pk).exists():
         raise NotFound(f"No fact {fact.pk}.", code="fact_not_found")
+    lock_topic(fact.domain_id, fact.topic)  # a fact's domain and topic never change
     fact = Fact.objects.select_for_update().get(pk=fact.pk)
     if not fact.is_live:
         raise FactNotLive(fact.pk)
@@ -474,6 +483,7 @@ def supersede_fact(*, fact: Fact, by: Actor, content: str, reason: str = "", ver
         target=fact,
         detail={"successor": new.pk, "reason": reason},
     )
+    follow_successor(old=fact, successor=new, by=by)
     schedule_embedding(new.pk)
     return new
 
@@ -518,6 +528,7 @@ def ingest_facts(
     import threading
     from queue import Queue
 
+    require_actor(by)
     if by.agent is not None:
         hidden = hidden_domains(by.agent, (item.domain for item in items))
         for item in items:  # the first hidden domain in the items' order, as one check per domain raised it

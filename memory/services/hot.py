@@ -175,7 +175,7 @@ def _default_domain(agent: Agent) -> MemoryDomain:
     from memory.models import Workspace
 
     workspace = Workspace.objects.get(pk=agent.workspace_id)
-    return create_domain(workspace=workspace, name=DEFAULT_DOMAIN, by=Actor.of_system("consolidate"))
+    return create_domain(workspace=workspace, name=DEFAULT_DOMAIN, by=Actor.system("consolidate"))
 
 
 def _older_newer(a: Fact, b: Fact) -> tuple[Fact, Fact]:
@@ -250,6 +250,8 @@ def merge_near_duplicates(*, domain_id: int, topic: str, by: Actor) -> int:
             )
             gone.add(drop.pk)
             merged += 1
+            # The dropped fact's open conflicts now ask about `keep`: those pairs are left alone too.
+            settled = settled_pairs(f.pk for f in live)
     return merged
 
 
@@ -314,6 +316,7 @@ def harmonize(*, agent: Agent, domain: MemoryDomain | None = None) -> Harmonizat
                 )
                 beaten.add(older.pk if conflict.winner_id == newer.pk else newer.pk)
                 report.resolved += 1
+                settled = settled_pairs(f.pk for f in live)  # the loser's open conflicts moved to the winner
     with transaction.atomic():
         record_event(
             actor=by,

@@ -21,7 +21,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from memory import access
-from memory.actors import Actor
+from memory.actors import Actor, require_actor
 from memory.audit import record_event
 from memory.embeddings import embed_text, fact_text
 from memory.errors import InsufficientPermission, InvalidInput, StateConflict
@@ -616,7 +616,7 @@ def approve_candidate(*, candidate: Candidate, by: Actor, note: str = "") -> Can
     """A person's approval: evidence for the gate (it does not promote by itself). Raises
     InsufficientPermission unless `by` is a person of the candidate's workspace, CandidateDecided
     once decided."""
-    if by.user is None:
+    if not require_actor(by).is_user:
         raise InsufficientPermission(
             "Only a person can approve a candidate.", code="human_approval_required", fields={}
         )
@@ -1052,7 +1052,7 @@ def complete_candidate(
     are computed again; additions only, each to a gate that still fails. Raises
     InsufficientPermission (an agent, or not a decider of the domain), InvalidInput (nothing to
     add, a bad item, a gate that already passes), CandidateDecided."""
-    if by.user is None:
+    if not require_actor(by).is_user:
         raise InsufficientPermission(
             "Only a person can complete a candidate in the queue.", code="human_approval_required", fields={}
         )

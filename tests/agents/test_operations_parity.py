@@ -19,6 +19,7 @@ from agents.api import urls as api_urls
 from agents.api.errors import json_404
 from memory.models import BankKind, Conflict, FactStatus, FailureClass, MemoryType, PromotionStatus, Veracity
 from memory.search.hybrid import MODES
+from memory.selectors import CONFLICT_CLOSED
 from tests.conftest import client_for
 from tests.factories import CandidateFactory, FactFactory, PolicyFactory
 from tests.review.samples import FILES, OUTPUT
@@ -279,7 +280,7 @@ def test_the_mcp_enumerations_are_the_model_choices():
     assert list(get_args(mcp_server.MemoryType)) == MemoryType.values
     assert set(get_args(mcp_server.RelayVeracity)) == set(Veracity.values)
     assert set(get_args(mcp_server.AgentVeracity)) == set(Veracity.values) - {Veracity.HUMAN_STATED}
-    assert list(get_args(mcp_server.ConflictStatus)) == Conflict.Status.values
+    assert list(get_args(mcp_server.ConflictStatus)) == [*Conflict.Status.values, CONFLICT_CLOSED]
     assert list(get_args(mcp_server.FailureClass)) == FailureClass.values
     assert set(get_args(mcp_server.BankItemKind)) == set(BankKind.values) - {BankKind.STATUS}
     assert list(get_args(mcp_server.FactStatus)) == FactStatus.values
