@@ -10,15 +10,16 @@ from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import models, transaction
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from agents.services import TRUST_FLAGS, create_agent, may_manage_trust, revoke_agent, rotate_key, set_trust_flags
+from memory import access
 from memory.actors import Actor
-from memory.admin import ReadOnlyAdmin, SameWorkspaceForm, WorkspaceScopedAdmin, admin_link, adopt_saved, excerpt
-from memory.models import Agent, BankItem, Intervention, MemoryRun, WorkspaceMembership
+from memory.admin import ReadOnlyAdmin, SameWorkspaceForm, WorkspaceScopedAdmin, adopt_saved, excerpt
+from memory.models import Agent, BankItem, Candidate, Intervention, MemoryRun
 
 if TYPE_CHECKING:
     from django import forms
@@ -130,10 +131,7 @@ class AgentAdmin(WorkspaceScopedAdmin):
         if obj is not None:
             return may_manage_trust(Actor.of_user(request.user), obj.workspace_id)
         # Adding: the workspace is chosen in the form, which checks it (AgentForm.clean).
-        user = request.user
-        if not user.is_authenticated:
-            return False
-        return bool(user.is_superuser) or WorkspaceMembership.objects.filter(user=user, is_admin=True).exists()
+        return access.workspaces(request.user, "administer").exists()
 
     def get_readonly_fields(self, request: HttpRequest, obj: Agent | None = None) -> tuple[str, ...]:
         # Role changes alter what the agent may read and write, and revocation has its action:
@@ -256,15 +254,17 @@ class BankItemAdmin(ReadOnlyAdmin):
     def content_excerpt(self, obj: BankItem) -> str:
         return excerpt(obj.content, 100)
 
+    def link_targets(self, obj: BankItem) -> list[tuple[type[models.Model], int | None]]:
+        return [(MemoryRun, obj.run_id), (Candidate, obj.candidate_id)]
+
     @admin.display(description="run", ordering="run")
     def run_link(self, obj: BankItem) -> SafeString | str:
-        return admin_link(MemoryRun, obj.run_id, f"run #{obj.run_id}")
+        return self.guarded_link(obj, MemoryRun, obj.run_id, f"run #{obj.run_id}")
 
     @admin.display(description="candidate")
     def candidate_link(self, obj: BankItem) -> SafeString | str:
-        from memory.models import Candidate
-
-        return admin_link(Candidate, obj.candidate_id, f"candidate #{obj.candidate_id}")
+        # A candidate of a domain the person may not see is named, not linked (its page would bounce).
+        return self.guarded_link(obj, Candidate, obj.candidate_id, f"candidate #{obj.candidate_id}")
 
 
 @admin.register(Intervention)
@@ -275,9 +275,12 @@ class InterventionAdmin(ReadOnlyAdmin):
     search_fields = ("reminder", "rationale", "run__task")
     ordering = ("-created_at", "-id")
 
+    def link_targets(self, obj: Intervention) -> list[tuple[type[models.Model], int | None]]:
+        return [(MemoryRun, obj.run_id)]
+
     @admin.display(description="run", ordering="run")
     def run_link(self, obj: Intervention) -> SafeString | str:
-        return admin_link(MemoryRun, obj.run_id, f"run #{obj.run_id}")
+        return self.guarded_link(obj, MemoryRun, obj.run_id, f"run #{obj.run_id}")
 
     @admin.display(description="decision")
     def decision(self, obj: Intervention) -> str:

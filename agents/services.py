@@ -7,10 +7,11 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from memory.actors import Actor
+from memory import access
+from memory.actors import Actor, require_actor
 from memory.audit import record_event
 from memory.errors import InsufficientPermission, InvalidInput, StateConflict
-from memory.models import Agent, Role, Workspace, WorkspaceMembership, generate_key, hash_key
+from memory.models import Agent, Role, Workspace, generate_key, hash_key
 from memory.services.tenancy import get_or_create_role, get_or_create_workspace
 
 # The trust flags of an agent (issue 13): who sets them is checked here, and every change is audited.
@@ -19,18 +20,14 @@ TRUST_FLAGS = ("relays_human_words", "is_verifier")
 
 def may_manage_trust(by: Actor, workspace_id: int) -> bool:
     """Whether `by` may set an agent's trust flags in that workspace: a superuser, an admin of the
-    workspace (WorkspaceMembership.is_admin), or the system acting for an operator (management
+    workspace (memory.access), or the system acting for an operator (management
     commands). Never an agent, never other staff."""
-    if by.agent is not None:
+    by = require_actor(by)
+    if by.is_agent:
         return False
-    user = by.user
-    if user is None:
+    if by.is_system:
         return True
-    if not getattr(user, "is_authenticated", False) or not getattr(user, "is_active", False):
-        return False
-    if user.is_superuser:
-        return True
-    return WorkspaceMembership.objects.filter(user=user, workspace_id=workspace_id, is_admin=True).exists()
+    return access.is_workspace_admin(by.user, workspace_id)  # the one rule: active admins, superusers
 
 
 @transaction.atomic

@@ -14,18 +14,28 @@ Who holds what: a superuser everything; a workspace admin everything in that wor
 holding guardian's object permission `memory.review_domain` on some domains `view` + `decide`
 of those domains; anyone else nothing. Every surface (admin, pages, services) asks here:
 `restrict(queryset, user, action)` for lists, `may(user, action, obj)` for one row.
+
+Where a row's domain is not a lookup, a rule narrows it (`RULES`): an exposure names its fact or
+policy by id, an audit event without a domain about a remember review is seen by those who see
+all of the review, and a remember review's item lands in a domain through the layer mapping (the
+review app registers those rules at start-up with `register_rule`: memory cannot import it).
+Nothing outside this module reads `is_superuser`, `is_staff` or `WorkspaceMembership.is_admin`
+(tests/test_architecture.py): ask `is_superuser(user)`, `is_staff(user)`, `workspaces(user,
+"administer")` here.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
+from django.contrib.auth import get_user_model
 from django.db import models
 from django.db.models import BigIntegerField, Q, QuerySet
 from django.db.models.functions import Cast
 from guardian.models import GroupObjectPermission, UserObjectPermission
 
-from memory.models import MemoryDomain, Workspace, WorkspaceMembership
+from memory.models import Fact, MemoryDomain, Policy, Workspace, WorkspaceMembership
 
 Action = Literal["view", "decide", "administer"]
 ACTIONS: tuple[str, ...] = ("view", "decide", "administer")
@@ -45,8 +55,24 @@ SCOPES: dict[str, tuple[str, str | None]] = {
     "memory.workingmemory": ("agent__workspace", None),
     "agents.bankitem": ("run__workspace", None),
     "agents.intervention": ("run__workspace", None),
-    "review.reviewitem": ("review__workspace", None),
+    "review.reviewitem": ("review__workspace", None),  # its domain: the review app's rule (RULES)
+    "memory.auditevent": ("workspace", "domain"),
 }
+# Models whose domain may be empty: a row without one is workspace-level (seen by every member),
+# a row with one follows its domain.
+OPTIONAL_DOMAIN = {"memory.auditevent"}
+
+# model label → rules applied after the workspace and domain lookups, for view and decide: each
+# takes (queryset, user, action) and returns the queryset narrowed. Registered with register_rule.
+Rule = Callable[[QuerySet, Any, str], QuerySet]
+RULES: dict[str, list[Rule]] = {}
+
+
+def register_rule(label: str, rule: Rule) -> None:
+    """Add a rule for `label` (`app_label.model_name`); registering the same rule twice is a no-op."""
+    rules = RULES.setdefault(label, [])
+    if rule not in rules:
+        rules.append(rule)
 
 
 def _active(user: Any) -> bool:
@@ -55,6 +81,22 @@ def _active(user: Any) -> bool:
 
 def _is_superuser(user: Any) -> bool:
     return _active(user) and bool(getattr(user, "is_superuser", False))
+
+
+def is_superuser(user: Any) -> bool:
+    """An active, signed-in superuser: every right everywhere."""
+    return _is_superuser(user)
+
+
+def is_staff(user: Any) -> bool:
+    """An active, signed-in staff account: one the admin site lets in (what it then shows is
+    still decided by `restrict` and the model permissions)."""
+    return _active(user) and bool(getattr(user, "is_staff", False))
+
+
+def superusers() -> QuerySet:
+    """The active superuser accounts (e.g. made admins of the demo workspace by seed_demo)."""
+    return get_user_model()._default_manager.filter(is_superuser=True, is_active=True)
 
 
 def workspaces(user: Any, action: str = "view") -> QuerySet[Workspace]:
@@ -150,8 +192,14 @@ def restrict(
     if action == "administer":
         return queryset.filter(**{f"{ws_lookup}__in": workspaces(user, "administer").values("pk")})
     queryset = queryset.filter(**{f"{ws_lookup}__in": workspaces(user, "view").values("pk")})
+    label = queryset.model._meta.label_lower
     if dom_lookup is not None:
-        queryset = queryset.filter(**{f"{dom_lookup}__in": domains(user, action).values("pk")})
+        in_domains = Q(**{f"{dom_lookup}__in": domains(user, action).values("pk")})
+        if label in OPTIONAL_DOMAIN:
+            in_domains |= Q(**{f"{dom_lookup}__isnull": True})
+        queryset = queryset.filter(in_domains)
+    for rule in RULES.get(label, ()):
+        queryset = rule(queryset, user, action)
     return queryset
 
 
@@ -160,6 +208,40 @@ def may(user: Any, action: str, obj: models.Model) -> bool:
     if obj.pk is None:
         return False
     return restrict(type(obj)._default_manager.filter(pk=obj.pk), user, action).exists()
+
+
+def _exposure_rule(queryset: QuerySet, user: Any, action: str) -> QuerySet:
+    """An exposure names its fact or policy by id only: a workspace admin sees the workspace's
+    whole trail (rows of erased facts included), anyone else the rows of facts and policies in
+    domains they may see."""
+    seen = domains(user, action).values("pk")
+    return queryset.filter(
+        Q(workspace__in=workspaces(user, "administer").values("pk"))
+        | Q(fact_id__in=Fact.objects.filter(domain__in=seen).values("pk"))
+        | Q(policy_id__in=Policy.objects.filter(domain__in=seen).values("pk"))
+    )
+
+
+register_rule("memory.exposure", _exposure_rule)
+
+
+def may_open_admin(user: Any, obj: models.Model) -> bool:
+    """Whether `user` may open the admin's page of this row: staff holding the model's view or
+    change permission, and the row within what they may see (a link to anything else bounces)."""
+    opts = obj._meta
+    return (
+        is_staff(user)
+        and (
+            user.has_perm(f"{opts.app_label}.view_{opts.model_name}")
+            or user.has_perm(f"{opts.app_label}.change_{opts.model_name}")
+        )
+        and may(user, "view", obj)
+    )
+
+
+def membership_rights(membership: WorkspaceMembership) -> dict[str, Any]:
+    """What a membership gives, as audit events record it."""
+    return {"user": membership.user_id, "is_admin": membership.is_admin}
 
 
 def is_workspace_admin(user: Any, workspace: Workspace | int) -> bool:
@@ -172,3 +254,160 @@ def may_decide_domain(user: Any, domain: MemoryDomain | int | None) -> bool:
         return False
     pk = domain.pk if isinstance(domain, MemoryDomain) else domain
     return domains(user, "decide").filter(pk=pk).exists()
+
+
+# --- People managing people (issue 32) --------------------------------------------------------
+# Rights, highest first: a superuser holds every right; a workspace admin administers their
+# workspaces; anyone else holds what their memberships, guardian `review_domain` rows, model
+# permissions (their own and their groups') and staff status give. A person changes someone (their
+# sign-in, status, name, groups or rights) only when everything that someone holds, they hold too,
+# and only people of a workspace they administer: only a superuser changes a superuser, nobody the
+# admin of a workspace they do not administer, and a staff account with model permissions but no
+# workspace to administer nobody but themselves. Everyone may edit their own account, whose rights
+# fields stay read-only (USER_RIGHTS_FIELDS). Rights held are read from the rows, active or not:
+# re-activating someone must not hand them more than the person re-activating holds. The same
+# rule covers the rights given through other pages: memberships (changed for people one manages,
+# made for those of addable_members) and reviewer permissions (for people and groups one manages).
+
+# The fields of a person that carry rights: set by superusers only (may_set_user_rights).
+USER_RIGHTS_FIELDS: tuple[str, ...] = ("is_superuser", "is_staff", "groups", "user_permissions")
+
+
+def may_set_user_rights(user: Any) -> bool:
+    """Whether `user` sets people's staff or superuser status, groups and model permissions."""
+    return _is_superuser(user)
+
+
+def grantable_permissions(user: Any) -> QuerySet:
+    """The model permissions `user` holds (their own and their groups'): the only ones they give."""
+    from django.contrib.auth.models import Permission
+
+    qs = Permission.objects.all()
+    if not _active(user):
+        return qs.none()
+    if _is_superuser(user):
+        return qs
+    held = Permission.objects.filter(Q(user=user) | Q(group__user=user)).values("pk")
+    return qs.filter(pk__in=held)
+
+
+def may_grant_permissions(user: Any, permissions: Any) -> bool:
+    """Whether `user` holds every one of `permissions` (Permission rows or ids), so may give them."""
+    ids = {p if isinstance(p, int) else p.pk for p in permissions}
+    if _is_superuser(user):
+        return True
+    if not ids:
+        return _active(user)
+    return grantable_permissions(user).filter(pk__in=ids).count() == len(ids)
+
+
+def manageable_users(user: Any) -> QuerySet:
+    """The people `user` may change: themselves, and people of a workspace they administer whose
+    rights are all theirs too (see above); a superuser everyone."""
+    from django.contrib.auth import get_user_model
+
+    people = get_user_model()._default_manager.all()
+    if not _active(user):
+        return people.none()
+    if _is_superuser(user):
+        return people
+    administered = workspaces(user, "administer").values("pk")
+    theirs = WorkspaceMembership.objects.filter(user=models.OuterRef("pk"))
+    # Someone of a workspace `user` administers, with no membership or admin role elsewhere, and
+    # holding no other right `user` lacks (_holding_no_more_than).
+    within = [
+        models.Exists(theirs.filter(workspace__in=administered)),
+        ~models.Exists(theirs.exclude(workspace__in=workspaces(user, "view").values("pk"))),
+        ~models.Exists(theirs.filter(is_admin=True).exclude(workspace__in=administered)),
+        *_holding_no_more_than(user),
+    ]
+    return people.filter(Q(pk=user.pk) | Q(pk__in=people.filter(*within).values("pk")))
+
+
+def _holding_no_more_than(user: Any) -> list[Any]:
+    """Filters on people holding no right besides memberships that active, non-superuser `user`
+    lacks: no superuser status, no model or review permission of their own or their groups' that
+    `user` does not hold, no staff status unless `user` has it."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    decided = domains(user, "decide").values("pk")
+    held = grantable_permissions(user).values("pk")
+    own_permissions = get_user_model().user_permissions.through.objects.filter(user=models.OuterRef("pk"))
+    group_permissions = Group.permissions.through.objects.filter(group__user=models.OuterRef("pk"))
+    conditions: list[Any] = [
+        Q(is_superuser=False),
+        ~models.Exists(own_permissions.exclude(permission__in=held)),
+        ~models.Exists(group_permissions.exclude(permission__in=held)),
+        ~models.Exists(
+            _reviewer_domain_pks(models.OuterRef("pk"), UserObjectPermission).exclude(domain_pk__in=decided)
+        ),
+        ~models.Exists(
+            _reviewer_domain_pks(models.OuterRef("pk"), GroupObjectPermission).exclude(domain_pk__in=decided)
+        ),
+    ]
+    if not getattr(user, "is_staff", False):
+        conditions.append(Q(is_staff=False))
+    return conditions
+
+
+def may_manage_user(user: Any, target: Any) -> bool:
+    """Whether `user` may change `target`'s sign-in, status, name, or delete them (manageable_users)."""
+    if target is None or target.pk is None:
+        return False
+    return manageable_users(user).filter(pk=target.pk).exists()
+
+
+def addable_members(user: Any) -> QuerySet:
+    """The people `user` may make members or admins of a workspace they administer: people they
+    manage, and people of no workspace yet who hold no right they lack (an account just made).
+    So every membership they write is one they may change or delete again."""
+    # Not someone of another workspace only: the membership would make that person theirs to
+    # manage (password, name, status), a claim on another workspace's people. Not anyone who holds
+    # more than they do: a membership they could not undo, an admin role they could not take back.
+    from django.contrib.auth import get_user_model
+
+    people = get_user_model()._default_manager.all()
+    if _is_superuser(user):
+        return people
+    if not workspaces(user, "administer").exists():
+        return people.none()
+    unaffiliated = people.filter(
+        ~models.Exists(WorkspaceMembership.objects.filter(user=models.OuterRef("pk"))), *_holding_no_more_than(user)
+    )
+    return people.filter(Q(pk__in=manageable_users(user).values("pk")) | Q(pk__in=unaffiliated.values("pk")))
+
+
+def manageable_groups(user: Any) -> QuerySet:
+    """Groups `user` may change or delete: every permission of the group is theirs, and every
+    member is someone they manage (a group's permissions are its members' rights)."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    groups = Group.objects.all()
+    if not _active(user):
+        return groups.none()
+    if _is_superuser(user):
+        return groups
+    permissions = Group.permissions.through.objects.filter(group=models.OuterRef("pk"))
+    members = get_user_model().groups.through.objects.filter(group=models.OuterRef("pk"))
+    return groups.exclude(
+        models.Exists(permissions.exclude(permission__in=grantable_permissions(user).values("pk")))
+    ).exclude(models.Exists(members.exclude(user__in=manageable_users(user).values("pk"))))
+
+
+def visible_groups(user: Any) -> QuerySet:
+    """Groups `user` sees: those they manage and their own."""
+    from django.contrib.auth.models import Group
+
+    if not _active(user):
+        return Group.objects.none()
+    if _is_superuser(user):
+        return Group.objects.all()
+    return Group.objects.filter(Q(pk__in=manageable_groups(user).values("pk")) | Q(pk__in=user.groups.values("pk")))
+
+
+def may_manage_group(user: Any, group: Any) -> bool:
+    if group is None or group.pk is None:
+        return False
+    return manageable_groups(user).filter(pk=group.pk).exists()

@@ -26,7 +26,6 @@ from memory.querysets import (
     FactQuerySet,
     MemoryDomainQuerySet,
     PolicyQuerySet,
-    WorkspaceQuerySet,
 )
 
 EMBEDDING_DIM = 384
@@ -50,8 +49,6 @@ class Workspace(models.Model):
         "activation that would go past it is refused (409 policy_budget_exceeded).",
     )
     created_at = models.DateTimeField(default=timezone.now)
-
-    objects = WorkspaceQuerySet.as_manager()
 
     class Meta:
         ordering = ["slug"]
@@ -665,6 +662,14 @@ class AuditEvent(models.Model):
     workspace = models.ForeignKey(
         Workspace, null=True, blank=True, on_delete=models.CASCADE, related_name="audit_events"
     )
+    # The domain of what the event is about (memory.audit.record_event fills it from the target):
+    # who may see the event is who may see that domain (memory.access). Empty: a workspace-level
+    # event, seen by every member. RESTRICT: a domain with a trail is not deleted alone (its events
+    # would otherwise vanish, or fall back to workspace-level and show to everyone); deleting its
+    # workspace deletes both.
+    domain = models.ForeignKey(
+        MemoryDomain, null=True, blank=True, on_delete=models.RESTRICT, related_name="audit_events"
+    )
     actor_agent = models.ForeignKey("memory.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     actor_user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -1001,10 +1006,6 @@ class MemoryRunQuerySet(models.QuerySet):
     def of_agent(self, agent: Agent) -> MemoryRunQuerySet:
         """Runs of this agent only: a run is private to the agent that opened it, even inside its workspace."""
         return self.filter(agent_id=agent.pk)
-
-    def for_user(self, user: object) -> MemoryRunQuerySet:
-        """Runs of the workspaces a person may see (all for superusers, none for anonymous)."""
-        return self.filter(workspace__in=Workspace.objects.for_user(user))  # type: ignore[arg-type]
 
 
 class MemoryRun(models.Model):

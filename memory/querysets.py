@@ -18,8 +18,6 @@ from memory.choices import FactStatus, GrantLevel, PromotionStatus
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-
     from memory.models import Agent
 
 
@@ -28,16 +26,6 @@ def _none_grant_for(agent: Agent, domain_ref: str) -> Exists:
     # instead of importing it back.
     grants = apps.get_model("memory", "AccessGrant")
     return Exists(grants.objects.filter(role_id=agent.role_id, domain_id=OuterRef(domain_ref), level=GrantLevel.NONE))
-
-
-class WorkspaceQuerySet(models.QuerySet):
-    def for_user(self, user: AbstractBaseUser | AnonymousUser) -> WorkspaceQuerySet:
-        """Workspaces a person may see: all for superusers, their memberships otherwise."""
-        if not user.is_authenticated:
-            return self.none()
-        if getattr(user, "is_superuser", False):
-            return self
-        return self.filter(memberships__user=user).distinct()
 
 
 class MemoryDomainQuerySet(models.QuerySet):

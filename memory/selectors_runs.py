@@ -8,6 +8,7 @@ from typing import Any
 
 from django.db.models import Prefetch, QuerySet
 
+from memory import access
 from memory.errors import NotFound
 from memory.models import Agent, BankItem, BankKind, Intervention, MemoryRun
 
@@ -52,8 +53,12 @@ def bank_of(run: MemoryRun) -> Bank:
 
 
 def runs_for_user(user: Any) -> QuerySet[MemoryRun]:
-    """Runs of the workspaces a person may see, newest first."""
-    return MemoryRun.objects.for_user(user).select_related("agent__role", "workspace").order_by("-created_at", "-id")
+    """Runs a person may see (access.restrict: those of their workspaces), newest first."""
+    return (
+        access.restrict(MemoryRun.objects.all(), user, "view")
+        .select_related("agent__role", "workspace")
+        .order_by("-created_at", "-id")
+    )
 
 
 def run_for_user(user: Any, run_id: int) -> MemoryRun:

@@ -2,20 +2,35 @@
 
 The rule itself lives in memory.access (one rule for people, every surface); this module keeps
 the review site's names for it and adds what only the review app knows: which domain a remember
-review's item lands in (layer → domain mapping), so a review is seen by the people who may decide
-at least one of its items, and an item is decided only by people who may decide its domain.
-Selectors call these; templates never decide access."""
+review's item lands in (layer → domain mapping), given to memory.access as rules (`register`), so
+`access.restrict` shows a review to the people who may decide at least one of its items, an item
+(its notes, its file) only to people who may decide its domain, and an audit event about a whole
+review only to people who see all of it. Selectors call these; templates never decide access."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import (
+    BigIntegerField,
+    BooleanField,
+    Case,
+    CharField,
+    Exists,
+    F,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
+from django.db.models.functions import Coalesce
 from django.http import Http404
 
 from memory import access
 from memory.models import MemoryDomain, Workspace
-from review.models import DEFAULT_LAYER_MAPPING, LayerMapping, RememberReview
+from review.models import DEFAULT_LAYER_MAPPING, LayerMapping, RememberReview, ReviewItem
 
 
 def workspace_for(user: Any, slug: str) -> Workspace:
@@ -48,44 +63,85 @@ def _layer_targets(workspace_id: int) -> dict[str, tuple[str, bool]]:
     return targets
 
 
+def with_targets(items: QuerySet[ReviewItem]) -> QuerySet[ReviewItem]:
+    """Items with where each lands, in SQL (aliases, not selected): `target_name`, the domain
+    name its layer maps to in its workspace (LayerMapping, else the SPEC §8 default), and
+    `target_repo`, the review's repo when that mapping is per repo (else null)."""
+    layer = Case(When(edited_layer="", then=F("recommended_layer")), default=F("edited_layer"))
+    mapping = LayerMapping.objects.filter(
+        workspace_id=OuterRef("review__workspace_id"), layer=OuterRef("target_layer")
+    ).order_by()
+    default_name = Case(
+        *(When(target_layer=str(key), then=Value(name)) for key, (name, _) in DEFAULT_LAYER_MAPPING.items()),
+        default=F("target_layer"),
+    )
+    default_per_repo = Case(
+        *(When(target_layer=str(key), then=Value(per_repo)) for key, (_, per_repo) in DEFAULT_LAYER_MAPPING.items()),
+        default=Value(False),
+    )
+    return (
+        items.alias(target_layer=layer)
+        .alias(
+            target_name=Coalesce(Subquery(mapping.values("domain_name")[:1]), default_name, output_field=CharField()),
+            target_per_repo=Coalesce(
+                Subquery(mapping.values("per_repo")[:1]), default_per_repo, output_field=BooleanField()
+            ),
+        )
+        .alias(
+            target_repo=Case(
+                When(target_per_repo=True, then=F("review__repo_id")), default=None, output_field=BigIntegerField()
+            )
+        )
+    )
+
+
+def _item_rule(queryset: QuerySet, user: Any, action: str) -> QuerySet:
+    """memory.access's rule for review items: an item is seen and decided by the admins of its
+    workspace, and by the people who may decide the domain it lands in (which must exist)."""
+    decidable = access.domains(user, action).filter(
+        workspace_id=OuterRef("review__workspace_id"), name=OuterRef("target_name")
+    )
+    return with_targets(queryset).filter(
+        Q(review__workspace__in=access.workspaces(user, "administer").values("pk"))
+        | Q(Exists(decidable.filter(repo_id=OuterRef("target_repo"))))
+        | Q(target_repo__isnull=True) & Q(Exists(decidable.filter(repo__isnull=True)))
+    )
+
+
+def _review_rule(queryset: QuerySet, user: Any, action: str) -> QuerySet:
+    """memory.access's rule for remember reviews: those of the workspaces a person administers,
+    and those with at least one item they may see (_item_rule)."""
+    items = access.restrict(ReviewItem.objects.all(), user, action).values("review_id")
+    return queryset.filter(Q(workspace__in=access.workspaces(user, "administer").values("pk")) | Q(pk__in=items))
+
+
+def _review_event_rule(queryset: QuerySet, user: Any, action: str) -> QuerySet:
+    """memory.access's rule for audit events about a remember review with no one domain (its
+    submission, approval, rejection: their details name every item's path and edits): seen by
+    those who see every item of the review."""
+    hidden = ReviewItem.objects.filter(review_id=OuterRef("target_id")).exclude(
+        pk__in=access.restrict(ReviewItem.objects.all(), user, action).values("pk")
+    )
+    return queryset.exclude(Q(target_type="rememberreview", domain__isnull=True) & Q(Exists(hidden)))
+
+
+def register() -> None:
+    """Give memory.access the review app's rules (called from ReviewConfig.ready)."""
+    access.register_rule("review.reviewitem", _item_rule)
+    access.register_rule("review.rememberreview", _review_rule)
+    access.register_rule("memory.auditevent", _review_event_rule)
+
+
 def reviews_for(user: Any, queryset: QuerySet[RememberReview] | None = None) -> QuerySet[RememberReview]:
-    """Remember reviews a person sees: all of the workspaces they administer, and those with at
-    least one item landing in a domain they may decide (none for non-members)."""
-    qs = RememberReview.objects.all() if queryset is None else queryset
-    if access.workspaces(user, "administer").query.is_empty():  # anonymous or inactive
-        return qs.none()
-    if getattr(user, "is_superuser", False):
-        return qs
-    return qs.filter(pk__in=RememberReview.objects.filter(review_scope(user)).values("pk"))
+    """Remember reviews a person sees (access.restrict with the rules above): all of the
+    workspaces they administer, and those with at least one item landing in a domain they may
+    decide (none for non-members)."""
+    return access.restrict(RememberReview.objects.all() if queryset is None else queryset, user, "view")
 
 
-def review_scope(user: Any) -> Q:
-    """The filter on RememberReview behind `reviews_for` (for callers that cache it per request)."""
-    administered = list(access.workspaces(user, "administer").values_list("pk", flat=True))
-    visible = Q(workspace_id__in=administered)
-    decidable: dict[int, list[tuple[str, int | None]]] = {}
-    for ws_id, name, repo_id in (
-        access.domains(user, "decide")
-        .exclude(workspace_id__in=administered)
-        .values_list("workspace_id", "name", "repo_id")
-    ):
-        decidable.setdefault(ws_id, []).append((name, repo_id))
-    for ws_id, held in decidable.items():
-        for layer, (name, per_repo) in _layer_targets(ws_id).items():
-            for domain_name, domain_repo in held:
-                if domain_name != name:
-                    continue
-                if per_repo:
-                    repo_q = Q(repo_id=domain_repo) if domain_repo is not None else Q(repo__isnull=True)
-                    visible |= Q(workspace_id=ws_id) & _item_layer(layer) & repo_q
-                elif domain_repo is None:
-                    visible |= Q(workspace_id=ws_id) & _item_layer(layer)
-    return visible
-
-
-def _item_layer(layer: str) -> Q:
-    """Reviews with an item stored under `layer` (the reviewer's override, else the recommendation)."""
-    return Q(items__edited_layer=layer) | Q(items__edited_layer="", items__recommended_layer=layer)
+def items_for(user: Any, queryset: QuerySet[ReviewItem] | None = None) -> QuerySet[ReviewItem]:
+    """Review items a person sees: those they may decide (see _item_rule)."""
+    return access.restrict(ReviewItem.objects.all() if queryset is None else queryset, user, "view")
 
 
 def target_domain(review: Any, layer: str) -> tuple[str, int | None]:

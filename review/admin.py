@@ -16,7 +16,7 @@ from django.utils.html import format_html
 
 from memory.actors import Actor
 from memory.admin import EMPTY, WorkspaceScopedAdmin, adopt_saved, count_related, excerpt
-from review.access import review_scope, reviews_for
+from review.access import items_for
 from review.models import LayerMapping, RememberReview, ReviewItem
 from review.services import set_layer_mapping
 
@@ -33,6 +33,9 @@ class ReviewItemInline(admin.TabularInline):
     fields = ("order", "path", "bytes", "recommended_layer", "edited_layer", "selected", "source", "stored_fact")
     readonly_fields = fields
     show_change_link = False
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return items_for(request.user, super().get_queryset(request))  # only items of their domains
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -78,16 +81,26 @@ class RememberReviewAdmin(WorkspaceScopedAdmin):
     )
     fields = readonly_fields
 
-    def scope_queryset(self, queryset: QuerySet, request: HttpRequest, action: str = "view") -> QuerySet:
-        # The one rule for people, through the layer → domain mapping (review.access); computed
-        # once per request (the list, its filters and counts ask several times).
-        if request.user.is_superuser:
-            return queryset
-        scope = getattr(request, "_engram_review_scope", None)
-        if scope is None:
-            scope = review_scope(request.user)
-            request._engram_review_scope = scope  # type: ignore[attr-defined]
-        return queryset.filter(pk__in=RememberReview.objects.filter(scope).values("pk"))
+    # Which reviews a person sees is the one rule (access.restrict, through the review app's
+    # layer → domain rules): WorkspaceScopedAdmin applies it. The sub-agent's raw output and the
+    # resolution name every item, so only people who see all of the review's items read them.
+    WHOLE_REVIEW_FIELDS = ("raw_output", "resolution")
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = tuple(super().get_fields(request, obj))
+        if obj is None or self._sees_every_item(request, obj):
+            return fields
+        return tuple(f for f in fields if f not in self.WHOLE_REVIEW_FIELDS)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = tuple(super().get_readonly_fields(request, obj))
+        if obj is None or self._sees_every_item(request, obj):
+            return fields
+        return tuple(f for f in fields if f not in self.WHOLE_REVIEW_FIELDS)
+
+    @staticmethod
+    def _sees_every_item(request: HttpRequest, review: RememberReview) -> bool:
+        return not review.items.exclude(pk__in=items_for(request.user).values("pk")).exists()
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         return super().get_queryset(request).annotate(item_count=count_related(RememberReview, "items"))
@@ -139,9 +152,6 @@ class ReviewItemAdmin(WorkspaceScopedAdmin):
         "file_text",
     )
     fields = readonly_fields
-
-    def scope_queryset(self, queryset: QuerySet, request: HttpRequest, action: str = "view") -> QuerySet:
-        return queryset.filter(review__in=reviews_for(request.user).values("pk"))
 
     @admin.display(description="note")
     def note_excerpt(self, obj: ReviewItem) -> str:

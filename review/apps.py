@@ -11,6 +11,12 @@ class ReviewConfig(AppConfig):
 
         portability.register()
 
+        # Which review items (and so reviews, and audit events about them) a person sees depends
+        # on the layer → domain mapping, which memory.access cannot import: it is told.
+        from review import access
+
+        access.register()
+
         # Remember review items take part in every erasure preview and erasure (issue 21).
         from memory.services import erasure
         from review.erasure import RememberReviewErasure

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from django.db.models import Count, QuerySet
 
 from memory.models import Fact
-from review.access import reviews_for
+from review.access import items_for, reviews_for
 from review.errors import ReviewNotFound
 from review.models import LAYER_GUIDE, RememberLayer, RememberReview, ReviewItem
 
@@ -75,7 +75,8 @@ def _withhold_hidden(agent: Agent, review: RememberReview) -> None:
 
 
 def review_for_user(user: Any, review_id: int) -> RememberReview:
-    """A review the person may see (member of its workspace, or superuser); else not found."""
+    """A review the person may see (an admin of its workspace, or someone who may decide one of
+    its items: access.restrict); else not found. Which of its items they see: `items_for`."""
     review = _with_relations(reviews_for(user, RememberReview.objects.all())).filter(pk=review_id).first()
     if review is None:
         raise ReviewNotFound(review_id)
@@ -88,12 +89,28 @@ def current_state(review_id: int) -> RememberReview | None:
 
 
 def item_for_user(user: Any, review_id: int, item_id: int) -> ReviewItem:
+    """One item of a review, if the person may decide the domain it lands in (else not found,
+    like an item that does not exist: its notes and file are not theirs to read)."""
     review = review_for_user(user, review_id)
-    item = ReviewItem.objects.filter(review=review, pk=item_id).first()
+    item = items_for(user, ReviewItem.objects.filter(review=review, pk=item_id)).first()
     if item is None:
         raise ReviewNotFound(review_id)
     item.review = review
     return item
+
+
+def visible_items(user: Any, review: RememberReview) -> list[ReviewItem]:
+    """The review's items the person sees (items_for), in order."""
+    items = list(items_for(user, ReviewItem.objects.filter(review=review)).order_by("order"))
+    for item in items:
+        item.review = review
+    return items
+
+
+def hidden_layers(user: Any, review: RememberReview) -> set[str]:
+    """The layers of the review's items the person does not see (they go to domains not theirs)."""
+    hidden = ReviewItem.objects.filter(review=review).exclude(pk__in=items_for(user).values("pk"))
+    return {item.layer for item in hidden.only("edited_layer", "recommended_layer")}
 
 
 @dataclass
@@ -104,9 +121,10 @@ class LayerGroup:
     items: list[ReviewItem] = field(default_factory=list)
 
 
-def items_by_layer(review: RememberReview) -> list[LayerGroup]:
-    """The items grouped by the layer the sub-agent recommended (a stable layout while the
-    reviewer overrides layers), in the order of SPEC §8; empty groups left out."""
+def items_by_layer(review: RememberReview, items: list[ReviewItem] | None = None) -> list[LayerGroup]:
+    """The items (default: all of the review's) grouped by the layer the sub-agent recommended
+    (a stable layout while the reviewer overrides layers), in the order of SPEC §8; empty groups
+    left out."""
     from review.services import target_label
 
     groups = {
@@ -117,7 +135,7 @@ def items_by_layer(review: RememberReview) -> list[LayerGroup]:
         )
         for layer in RememberLayer
     }
-    for item in review.items.order_by("order"):
+    for item in review.items.order_by("order") if items is None else items:
         item.review = review
         groups[item.recommended_layer].items.append(item)
     return [g for g in groups.values() if g.items]

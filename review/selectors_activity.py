@@ -118,12 +118,13 @@ def _short(text: str, chars: int = 90) -> str:
 
 
 def recent_activity(user: Any, workspaces: list[Workspace], limit: int = 15) -> list[ActivityEntry]:
-    """The latest events of `workspaces`, each with its actor's name and its target's title and
+    """The latest events of `workspaces` that `user` may see (access.restrict: those of their
+    domains and the workspace-level ones), each with its actor's name and its target's title and
     link where `user` may open the target (facts, candidates, conflicts, remember reviews, policies)."""
     events = list(
-        AuditEvent.objects.filter(workspace__in=workspaces).select_related("workspace", "actor_agent", "actor_user")[
-            :limit
-        ]
+        access.restrict(AuditEvent.objects.filter(workspace__in=workspaces), user, "view").select_related(
+            "workspace", "actor_agent", "actor_user"
+        )[:limit]
     )
     wanted: dict[str, set[int]] = defaultdict(set)
     for e in events:
@@ -186,9 +187,9 @@ def nav_workspaces(user: Any) -> list[NavWorkspace]:
         access.workspaces(user, "view")
         .annotate(
             has_memory=Exists(access.domains(user, "view").filter(workspace=OuterRef("pk"))),
-            is_admin=Exists(access.workspaces(user, "administer").filter(pk=OuterRef("pk"))),
+            administers=Exists(access.workspaces(user, "administer").filter(pk=OuterRef("pk"))),
         )
         .order_by("name")
-        .values_list("slug", "name", "has_memory", "is_admin")[:20]
+        .values_list("slug", "name", "has_memory", "administers")[:20]
     )
     return [NavWorkspace(slug, name, memory, admin) for slug, name, memory, admin in rows]

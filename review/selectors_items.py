@@ -12,6 +12,7 @@ from typing import Any
 
 from django.urls import reverse
 
+from memory import access
 from memory.models import (
     AuditEvent,
     BankItem,
@@ -24,10 +25,9 @@ from memory.models import (
     Replay,
     Workspace,
 )
-from memory.selectors import latest_challenges
+from memory.selectors import conflict_closure, latest_challenges
 from memory.services import promotion
 from memory.services.facts import Outcome as Proposal
-from review.access import reviewable_domain_ids
 from review.diff import TextDiff, compare_texts
 from review.selectors_queue import QueueEntry
 
@@ -72,16 +72,17 @@ def item_url(kind: str, pk: int) -> str:
 def item_entry(user: Any, kind: str, pk: int) -> QueueEntry | None:
     """The item whatever its state (pending or decided), if it lies in the person's workspaces and
     in a domain they may review; else None (answered as not found: no existence leak)."""
-    workspaces = Workspace.objects.for_user(user)
-    domains = reviewable_domain_ids(user)
-    scope: dict[str, Any] = {"pk": pk, "workspace__in": workspaces, "domain_id__in": domains}
+
+    def scoped(model: Any) -> Any:  # the one rule (memory.access): the item's workspace and domain
+        return access.restrict(model.objects.filter(pk=pk), user, "decide")
+
     obj: Any
     if kind == "candidate":
-        obj = Candidate.objects.filter(**scope).select_related("workspace", "domain__repo").first()
+        obj = scoped(Candidate).select_related("workspace", "domain__repo").first()
         title, created = (obj.proposed_memory, obj.created_at) if obj else ("", None)
     elif kind in ("conflict", "possible"):
         obj = (
-            Conflict.objects.filter(**scope)
+            scoped(Conflict)
             .select_related("workspace", "domain__repo", "winner", "loser", "existing", "proposed")
             .first()
         )
@@ -90,7 +91,7 @@ def item_entry(user: Any, kind: str, pk: int) -> QueueEntry | None:
         text = obj and ((obj.winner or obj.proposed).content if kind == "conflict" else obj.proposed.content)
         title, created = (text, obj.detected_at) if obj else ("", None)
     elif kind == "challenged":
-        obj = Fact.objects.filter(**scope).select_related("workspace", "domain__repo").defer("embedding").first()
+        obj = scoped(Fact).select_related("workspace", "domain__repo").defer("embedding").first()
         title, created = (obj.content, obj.status_changed_at) if obj else ("", None)
     else:
         return None
@@ -138,7 +139,8 @@ def decided_of(entry: QueueEntry) -> Decided:
     if entry.kind == "possible":
         if obj.status != Conflict.Status.OPEN:
             return Decided(_user_name(obj.decided_by), f"decided it: {obj.get_resolution_display()}", obj.decided_at)
-        return Decided("a later write", "superseded or retired one of the two facts", None)
+        # Left open, its pair no longer live: the reason the API gives as `closed_reason`.
+        return Decided("Engram", f"closed it: {conflict_closure(obj) or 'a fact of the pair is no longer live'}", None)
     event = _last_event(
         "fact",
         obj.pk,

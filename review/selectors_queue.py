@@ -78,7 +78,7 @@ def queue(
     number of queries whatever the queue's length."""
     limit = LIST_LIMIT if limit is None else limit
     domain_ids = reviewable_domain_ids(user)
-    workspaces = Workspace.objects.for_user(user)
+    workspaces = access.workspaces(user, "view")
     if params.get("workspace"):
         workspaces = workspaces.filter(slug=params["workspace"])
     if params.get("domain"):  # by label (`architecture`, `repo:web/context`), among the person's own
@@ -239,12 +239,7 @@ def decided_possible_conflict(user: Any, pk: int) -> Conflict | None:
     """A possible conflict already decided, in a domain the person may review (else None): a
     second decision on it is answered as such, not as a missing item."""
     return (
-        Conflict.objects.filter(
-            pk=pk,
-            workspace__in=Workspace.objects.for_user(user),
-            domain_id__in=reviewable_domain_ids(user),
-            decided_by__isnull=False,
-        )
+        access.restrict(Conflict.objects.filter(pk=pk, decided_by__isnull=False), user, "decide")
         .exclude(status=Conflict.Status.OPEN)
         .first()
     )

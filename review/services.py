@@ -32,7 +32,7 @@ from django.db import transaction
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
-from memory.actors import Actor
+from memory.actors import Actor, require_actor
 from memory.audit import record_event
 from memory.embeddings import embed_texts, fact_text
 from memory.errors import InsufficientPermission, InvalidInput, StateConflict
@@ -81,25 +81,26 @@ def note_max_chars() -> int:
 def check_access(review: RememberReview, by: Actor) -> None:
     """An agent acts on its own reviews only (they carry its session's files), people within
     their memberships (superusers anywhere). Anything else is reported as not found, like the
-    pages and the API do (`RememberReview.objects.for_agent` / `for_user`)."""
+    pages and the API do (`RememberReview.objects.for_agent` / `access.restrict`)."""
+    by = require_actor(by)
     if by.agent is not None:
         if by.agent.workspace_id != review.workspace_id or by.agent.pk != review.agent_id:
             raise ReviewNotFound(review.pk)
         return
-    user = by.user
-    if user is None or getattr(user, "is_superuser", False):
+    if by.is_system:
         return
-    # The one rule for people (memory.access via review.access.reviews_for).
-    if not reviews_for(user, RememberReview.objects.filter(pk=review.pk)).exists():
+    # The one rule for people (access.restrict via review.access.reviews_for; superusers see all).
+    if not reviews_for(by.user, RememberReview.objects.filter(pk=review.pk)).exists():
         raise ReviewNotFound(review.pk)
 
 
 def check_layers(review: RememberReview, by: Actor, layers: set[str]) -> None:
     """Refuse a person who may not decide the domain items of these layers land in (issue 16):
     such items wait for a reviewer of that domain or a workspace admin."""
-    user = by.user
-    if user is None or by.agent is not None:
+    by = require_actor(by)
+    if not by.is_user:
         return
+    user = by.user
     refused = undecidable_layers(user, review, layers)
     if refused:
         labels = sorted(
@@ -325,6 +326,8 @@ def update_item(
             workspace_id=review.workspace_id,
             target=review,
             detail={"item": item.pk, "path": item.path, "changed": changed, "selected": item.selected},
+            # Seen by the people of the domain the item lands in (when it exists yet).
+            domain=_domain_for(review, item.layer, by, create=False),
         )
     return item
 

@@ -15,9 +15,10 @@ from django.shortcuts import redirect, render
 from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
+from memory import access
 from memory.actors import Actor
 from memory.errors import EngramError, InsufficientPermission, StateConflict
-from memory.models import Candidate, Workspace
+from memory.models import Candidate
 from memory.services import promotion
 from memory.services.conflict_reviews import review_conflict
 from memory.services.conflicts import decide_conflict
@@ -85,7 +86,7 @@ def _queue_context(request: HttpRequest, current_key: str | None = None) -> dict
         "current_key": current_key or source.get("current", ""),
         "bulk_kinds": BULK_KINDS,
         "kinds": KINDS,
-        "workspaces": Workspace.objects.for_user(request.user),
+        "workspaces": access.workspaces(request.user, "view"),
         "domains": domains,
         "agents": agents,
     }

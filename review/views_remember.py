@@ -15,6 +15,7 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_POST
 
@@ -22,7 +23,7 @@ from memory.actors import Actor
 from memory.errors import InsufficientPermission, InvalidInput
 from review import selectors
 from review import services as review_services
-from review.access import may_decide_layer, undecidable_layers
+from review.access import may_decide_layer
 from review.errors import ReviewAlreadyResolved, ReviewNotFound
 from review.forms import ReviewerNoteForm, ReviewItemForm
 from review.models import RememberLayer, RememberReview, ReviewItem
@@ -61,21 +62,35 @@ def _annotate(item: ReviewItem, targets: dict[str, str]) -> ReviewItem:
     return item
 
 
-def _page_context(review: RememberReview, user: Any = None, **extra: Any) -> dict[str, Any]:
+def _stored(review: RememberReview, items: list[ReviewItem]) -> tuple[list[dict[str, Any]], list[str]]:
+    """What the resolution says was stored and skipped, limited to the items the person sees,
+    each stored fact with the address of its page in the memory browser."""
+    resolution = review.resolution or {}
+    paths = {item.path for item in items}
+    stored = [dict(s) for s in resolution.get("stored") or [] if s.get("path") in paths]
+    for entry in stored:
+        entry["url"] = reverse("review:fact", args=[review.workspace.slug, entry["fact_id"]])
+    return stored, [p for p in resolution.get("skipped_paths") or [] if p in paths]
+
+
+def _page_context(review: RememberReview, user: Any, **extra: Any) -> dict[str, Any]:
+    """The review as this person may see it: only the items landing in domains they may decide
+    (access.restrict through review.access); the others are named by their target domain only."""
     targets = _targets(review)
-    groups = selectors.items_by_layer(review)
-    layers = {item.layer for group in groups for item in group.items}
-    refused = undecidable_layers(user, review, layers) if user is not None else set()
-    for group in groups:
-        for item in group.items:
-            _annotate(item, targets)
-            item.read_only = item.layer in refused  # type: ignore[attr-defined]
+    items = selectors.visible_items(user, review)
+    for item in items:
+        _annotate(item, targets)
+    groups = selectors.items_by_layer(review, items)
+    hidden = selectors.hidden_layers(user, review)
+    stored, skipped = _stored(review, items)
     return {
         "review": review,
         "groups": groups,
         "layers": RememberLayer.values,
-        "item_count": sum(len(g.items) for g in groups),
-        "not_yours": sorted({targets[layer] for layer in refused}),
+        "item_count": len(items),
+        "not_yours": sorted({targets[layer] for layer in hidden}),
+        "stored": stored,
+        "skipped_paths": skipped,
         **extra,
     }
 

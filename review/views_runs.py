@@ -12,6 +12,7 @@ from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_GET
 
+from memory import access
 from memory.errors import NotFound
 from memory.models import Candidate
 from memory.selectors_runs import bank_of, run_for_user, timeline_of
@@ -22,7 +23,8 @@ TEMPLATE = "review/run.html"
 
 def candidate_link(user: Any, candidate: Candidate, reviewable: set[int]) -> str | None:
     """Where a person can open a candidate: its page in the review queue when they may review
-    it, else (for staff) the admin's change page; None when no page is theirs to use."""
+    it, else the admin's change page when they may open it (access.may_open_admin); None when no
+    page is theirs to use."""
     in_queue = (
         candidate.domain_id in reviewable
         and candidate.requires_human_review
@@ -34,7 +36,7 @@ def candidate_link(user: Any, candidate: Candidate, reviewable: set[int]) -> str
             return reverse("review:queue-detail", kwargs={"kind": "candidate", "pk": candidate.pk})
         except NoReverseMatch:
             pass
-    if getattr(user, "is_staff", False):
+    if access.may_open_admin(user, candidate):
         return reverse("admin:memory_candidate_change", args=[candidate.pk])
     return None
 

@@ -40,7 +40,7 @@ from tests.factories import (
     UserFactory,
     WorkspaceFactory,
 )
-from tests.review.samples import FILES, OUTPUT
+from tests.review.samples import ARCH_NOTE, FILES, KNOWLEDGE_NOTE, OUTPUT, PROFILE_NOTE
 
 PERSONAS = ("superuser", "workspace_admin", "domain_reviewer", "member", "other_workspace")
 RESULTS: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: {"allowed": 0, "refused": 0})
@@ -198,7 +198,7 @@ def test_people_access_matrix(persona: str, scene: Scene) -> None:
     scene.grant.refresh_from_db()
     c.check("admin grants/memberships", everything, scene.grant.level == "read", "accessgrant level=read")
     if not everything:
-        assert response.status_code == (403 if acme_member else 302)
+        assert response.status_code == (403 if acme_member else 404)
     own = WorkspaceMembership.objects.filter(user=user).first()
     if own is not None:
         was_admin = own.is_admin
@@ -282,21 +282,41 @@ def test_people_access_matrix(persona: str, scene: Scene) -> None:
 
 
 # --- Remember reviews per domain -------------------------------------------------------------
+def _items(review: RememberReview) -> dict[str, ReviewItem]:
+    return {item.path: item for item in ReviewItem.objects.filter(review=review)}
+
+
 @pytest.mark.django_db
-def test_a_reviewer_of_one_target_domain_sees_the_review_but_decides_only_their_items(scene: Scene) -> None:
+def test_a_reviewer_of_one_target_domain_sees_and_decides_only_their_items(scene: Scene) -> None:
     reviewer = scene.users["domain_reviewer"]
     knowledge = DomainFactory(workspace=scene.fact_in.workspace, name="knowledge")
     assign_perm("memory.review_domain", reviewer, knowledge)
     client = _client(reviewer)
     url = f"/review/remember/{scene.review.pk}/"
+    items = _items(scene.review)
+    ours = items["billing/rules.py"]  # domain/knowledge → knowledge, theirs to decide
+    others = [items["CONTRIBUTING.md"], items["docs/architecture.md"]]  # → profile, repo:web/context
 
     page = client.get(url)
     assert page.status_code == 200
     html = page.content.decode()
-    assert 'data-testid="not-yours"' in html and 'data-testid="read-only"' in html
-    ours = ReviewItem.objects.get(review=scene.review, path="billing/rules.py")  # domain/knowledge
-    theirs = ReviewItem.objects.get(review=scene.review, path="CONTRIBUTING.md")  # user/profile
-    assert f'name="item-{ours.pk}-selected"' in html and f'name="item-{theirs.pk}-selected"' not in html
+    assert 'data-testid="not-yours"' in html  # other items exist, named by their domains only
+    assert f'name="item-{ours.pk}-selected"' in html and KNOWLEDGE_NOTE in html and ours.rationale in html
+    for other in others:  # not listed: neither its path, notes, rationale nor file
+        assert f"item-{other.pk}" not in html and other.path not in html
+        assert other.suggested_memory_content not in html and other.rationale not in html
+        assert other.file_text.splitlines()[-1] not in html
+    assert ARCH_NOTE not in html and PROFILE_NOTE not in html
+
+    # Their item's file: served. The others' files and edits: not found, as if they did not exist.
+    assert client.get(f"{url}items/{ours.pk}/file?inline=1").content.decode() == ours.file_text
+    for other in others:
+        assert client.get(f"{url}items/{other.pk}/file?inline=1").status_code == 404
+        assert client.get(f"{url}items/{other.pk}/file").status_code == 404
+        assert client.post(f"{url}items/{other.pk}/", {f"item-{other.pk}-present": "1"}).status_code == 404
+        before = other.updated_at
+        other.refresh_from_db()
+        assert other.selected and other.updated_at == before
 
     # Their own item: editable; moving it to a domain they may not decide: refused.
     ok = client.post(f"{url}items/{ours.pk}/", {f"item-{ours.pk}-present": "1", f"item-{ours.pk}-rationale": "x"})
@@ -308,15 +328,183 @@ def test_a_reviewer_of_one_target_domain_sees_the_review_but_decides_only_their_
     assert moved.status_code == 403
     ours.refresh_from_db()
     assert ours.layer == "domain/knowledge"
-    # An item of someone else's domain: read-only.
-    assert client.post(f"{url}items/{theirs.pk}/", {f"item-{theirs.pk}-present": "1"}).status_code == 403
-    theirs.refresh_from_db()
-    assert theirs.selected
     # Approving would write into profile and context: refused, the review waits.
     assert client.post(f"{url}approve/").status_code == 403
     assert client.post(f"{url}reject/").status_code == 403
     scene.review.refresh_from_db()
     assert scene.review.is_pending and not Fact.objects.filter(domain__name__in=["profile", "knowledge"]).exists()
+
+
+@pytest.mark.django_db
+def test_a_remember_review_with_no_item_of_the_reviewers_domains_is_not_found(scene: Scene) -> None:
+    """The scene's reviewer decides architecture and conventions: none of the review's items."""
+    client = _client(scene.users["domain_reviewer"])
+    url = f"/review/remember/{scene.review.pk}/"
+    assert client.get(url).status_code == 404
+    for item in _items(scene.review).values():
+        assert client.get(f"{url}items/{item.pk}/file?inline=1").status_code == 404
+    # A workspace admin sees every item.
+    html = _client(scene.users["workspace_admin"]).get(url).content.decode()
+    assert all(note in html for note in (ARCH_NOTE, PROFILE_NOTE, KNOWLEDGE_NOTE))
+
+
+@pytest.mark.django_db
+def test_the_admin_shows_a_reviewer_only_the_review_items_of_their_domains(scene: Scene) -> None:
+    reviewer = scene.users["domain_reviewer"]
+    assign_perm("memory.review_domain", reviewer, DomainFactory(workspace=scene.fact_in.workspace, name="knowledge"))
+    client = _client(reviewer)
+    items = _items(scene.review)
+    listed = {i.pk for i in client.get(_cl(ReviewItem)).context["cl"].result_list}
+    assert listed == {items["billing/rules.py"].pk}
+    assert client.get(_change(items["billing/rules.py"])).status_code == 200
+    for path in ("CONTRIBUTING.md", "docs/architecture.md"):
+        assert client.get(_change(items[path])).status_code == 404
+    # The review itself: seen, without the raw output and resolution that name every item.
+    review_page = client.get(_change(scene.review))
+    assert review_page.status_code == 200
+    html = review_page.content.decode()
+    assert ARCH_NOTE not in html and PROFILE_NOTE not in html
+    assert PROFILE_NOTE in _client(scene.users["workspace_admin"]).get(_change(scene.review)).content.decode()
+
+
+# --- The audit log per domain ----------------------------------------------------------------
+def _audit_events(scene: Scene) -> tuple[AuditEvent, AuditEvent, AuditEvent]:
+    """A re-mention (with its text) and a reviewer's note in `incidents`, outside the domain
+    reviewer's domains, and one in `architecture`, theirs."""
+    from memory.services.facts import FactInput, propose_fact
+    from memory.services.lifecycle import deprecate_fact
+
+    coder = scene.review.agent
+    assert coder is not None
+    propose_fact(
+        domain=scene.fact_out.domain,
+        data=FactInput(topic=scene.fact_out.topic, content=scene.fact_out.content, memory_type="decision"),
+        by=Actor.of_agent(coder),
+    )
+    out_mention = AuditEvent.objects.get(verb="fact.re_mentioned", target_id=scene.fact_out.pk)
+    admin = Actor.of_user(scene.users["workspace_admin"])
+    deprecate_fact(fact=scene.fact_out, by=admin, reason="Secret incident postmortem says otherwise.")
+    out_note = AuditEvent.objects.get(verb="fact.deprecated", target_id=scene.fact_out.pk)
+    deprecate_fact(fact=scene.fact_in, by=admin, reason="Architecture moved on.")
+    in_note = AuditEvent.objects.get(verb="fact.deprecated", target_id=scene.fact_in.pk)
+    return out_mention, out_note, in_note
+
+
+@pytest.mark.django_db
+def test_an_audit_event_knows_its_domain(scene: Scene) -> None:
+    out_mention, out_note, in_note = _audit_events(scene)
+    assert out_mention.domain_id == out_note.domain_id == scene.fact_out.domain_id
+    assert in_note.domain_id == scene.fact_in.domain_id
+    review_event = AuditEvent.objects.get(verb="remember_review.submitted", target_id=scene.review.pk)
+    assert review_event.domain_id is None  # about every item of the review: no one domain
+    domain_event = AuditEvent.objects.filter(verb="domain.created").first()
+    assert domain_event is None or domain_event.domain_id == domain_event.target_id
+
+
+@pytest.mark.django_db
+def test_the_migration_gives_older_events_the_domain_of_their_target(scene: Scene) -> None:
+    import importlib
+
+    from django.apps import apps
+
+    from memory.audit import record_event
+
+    backfill = importlib.import_module("memory.migrations.0017_auditevent_domain").backfill
+    by = Actor.system("tests")
+    ws = scene.fact_in.workspace.pk
+    old = {  # as written before events had a domain
+        "fact": record_event(actor=by, verb="fact.x", workspace_id=ws, target=scene.fact_out, domain=None),
+        "candidate": record_event(actor=by, verb="candidate.x", workspace_id=ws, target=scene.cand_in, domain=None),
+        "domain": record_event(actor=by, verb="domain.x", workspace_id=ws, target=scene.fact_in.domain, domain=None),
+        "review": record_event(actor=by, verb="review.x", workspace_id=ws, target=scene.review, domain=None),
+    }
+    backfill(apps, None)
+    for event in old.values():
+        event.refresh_from_db()
+    assert old["fact"].domain_id == scene.fact_out.domain_id
+    assert old["candidate"].domain_id == scene.cand_in.domain_id
+    assert old["domain"].domain_id == scene.fact_in.domain_id
+    assert old["review"].domain_id is None
+
+
+@pytest.mark.django_db
+def test_a_domain_reviewer_gets_only_the_audit_events_of_their_domains(scene: Scene) -> None:
+    out_mention, out_note, in_note = _audit_events(scene)
+    workspace_level = AuditEvent.objects.create(
+        workspace=scene.fact_in.workspace, actor_label="t", verb="membership.changed", target_type="x"
+    )
+    reviewer = scene.users["domain_reviewer"]
+    client = _client(reviewer)
+
+    response = client.get(_cl(AuditEvent))
+    assert response.status_code == 200
+    listed = {e.pk for e in response.context["cl"].result_list}
+    assert in_note.pk in listed and workspace_level.pk in listed
+    assert out_mention.pk not in listed and out_note.pk not in listed
+    html = response.content.decode()
+    assert "Secret incident" not in html and scene.fact_out.content not in html
+    # Searching by the hidden target's id finds nothing either.
+    found = client.get(_cl(AuditEvent), {"q": str(scene.fact_out.pk)}).context["cl"].result_list
+    assert {e.pk for e in found} & {out_mention.pk, out_note.pk} == set()
+
+    assert client.get(_change(in_note)).status_code == 200
+    for hidden in (out_mention, out_note):
+        page = client.get(_change(hidden))
+        assert page.status_code == 404
+        assert "Secret incident" not in page.content.decode()
+        assert not access.may(reviewer, "view", hidden)
+    # The remember review's submission names every item's path: seen only by who sees them all.
+    submitted = AuditEvent.objects.get(verb="remember_review.submitted", target_id=scene.review.pk)
+    assert client.get(_change(submitted)).status_code == 404
+    # Admins of the workspace and superusers see everything.
+    for persona in ("workspace_admin", "superuser"):
+        assert _client(scene.users[persona]).get(_change(out_note)).status_code == 200
+
+
+@pytest.mark.django_db
+def test_the_audit_log_links_only_to_pages_the_person_may_open(scene: Scene) -> None:
+    """Every /admin/ link on the audit log's pages (list, each event) opens for the person who
+    sees them: targets, actors and domains they may not open are plain text."""
+    import re
+
+    _audit_events(scene)
+    for persona in ("domain_reviewer", "member", "workspace_admin"):
+        client = _client(scene.users[persona])
+        pages = [_cl(AuditEvent)]
+        listed = client.get(pages[0]).context["cl"].result_list
+        pages += [_change(event) for event in listed]
+        links: set[str] = set()
+        for page in pages:
+            html = client.get(page).content.decode()
+            links |= {href for href in re.findall(r'href="(/admin/[^"?#]*)', html)}
+        assert links, persona
+        bounced = {link: client.get(link).status_code for link in sorted(links)}
+        bounced = {link: status for link, status in bounced.items() if status != 200}
+        assert not bounced, f"{persona}: {bounced}"
+
+
+@pytest.mark.django_db
+def test_exposures_and_runs_follow_the_one_rule(scene: Scene) -> None:
+    from memory.models import Exposure, MemoryRun
+    from memory.selectors_runs import runs_for_user
+
+    ws = scene.fact_in.workspace
+    seen = Exposure.objects.create(workspace=ws, surface="search", fact_id=scene.fact_in.pk)
+    hidden = Exposure.objects.create(workspace=ws, surface="search", fact_id=scene.fact_out.pk)
+    erased = Exposure.objects.create(workspace=ws, surface="search", fact_id=10**9)
+    reviewer, admin = scene.users["domain_reviewer"], scene.users["workspace_admin"]
+    mine = set(access.restrict(Exposure.objects.all(), reviewer).values_list("pk", flat=True))
+    assert mine == {seen.pk}
+    everything = set(access.restrict(Exposure.objects.all(), admin).values_list("pk", flat=True))
+    assert everything == {seen.pk, hidden.pk, erased.pk}
+    assert _client(reviewer).get(_change(hidden)).status_code == 404
+
+    coder = scene.review.agent
+    run = MemoryRun.objects.create(workspace=ws, agent=coder, task="t")
+    assert list(runs_for_user(scene.users["member"])) == [run]
+    assert list(runs_for_user(scene.users["other_workspace"])) == []
+    reviewer.is_active = False
+    assert list(runs_for_user(reviewer)) == []  # for_user skipped is_active; the rule does not
 
 
 @pytest.mark.django_db

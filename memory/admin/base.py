@@ -15,8 +15,9 @@ from django.contrib import admin
 from django.contrib.admin.exceptions import NotRegistered
 from django.core.exceptions import ValidationError
 from django.db import models
-from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
+from django.http import Http404
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.text import Truncator
@@ -40,6 +41,26 @@ def admin_link(model: type[models.Model], pk: int | None, text: object) -> SafeS
         return EMPTY
     url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_change", args=[pk])
     return format_html('<a href="{}">{}</a>', url, text)
+
+
+def openable(request: HttpRequest, wanted: dict[type[models.Model], set[int]]) -> set[tuple[type[models.Model], int]]:
+    """The (model, id) pairs among `wanted` whose admin change page the person may open: a
+    registered admin that lets them view or change the model, and the row within that admin's
+    scope. One query for every model at once (none for a superuser, who may open every row)."""
+    checks: list[tuple[type[models.Model], QuerySet]] = []
+    for model, ids in wanted.items():
+        model_admin = admin.site._registry.get(model)
+        ids = {pk for pk in ids if pk is not None}
+        if not ids or model_admin is None or not model_admin.has_view_or_change_permission(request):
+            continue
+        checks.append((model, model_admin.get_queryset(request).filter(pk__in=ids)))
+    if access.is_superuser(request.user):
+        return {(model, pk) for model, qs in checks for pk in wanted[model] if pk is not None}
+    if not checks:
+        return set()
+    parts = [qs.order_by().annotate(_kind=Value(n)).values_list("_kind", "pk") for n, (_, qs) in enumerate(checks)]
+    rows = parts[0].union(*parts[1:], all=True) if len(parts) > 1 else parts[0]
+    return {(checks[kind][0], pk) for kind, pk in rows}
 
 
 def excerpt(text: str, chars: int = 80) -> str:
@@ -147,7 +168,7 @@ class WorkspaceScopedAdmin(admin.ModelAdmin):
 
     def _may_write(self, request: HttpRequest, obj: models.Model | None) -> bool:
         """Administered rows: an admin of the row's workspace (any workspace for the list/add)."""
-        if not self.administered or request.user.is_superuser:
+        if not self.administered or access.is_superuser(request.user):
             return True
         if obj is None:  # asked for every model of the sidebar: once per request
             cached = getattr(request, "_engram_administers", None)
@@ -165,6 +186,46 @@ class WorkspaceScopedAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return super().has_delete_permission(request, obj) and self._may_write(request, obj)
+
+    # --- Links to other admin pages: only those the person may open (issue 32) ---------------
+    def link_targets(self, obj: Any) -> list[tuple[type[models.Model], int | None]]:
+        """(model, id) of the rows this row's columns link to; their links are checked per page."""
+        return []
+
+    def _mark_openable(self, request: HttpRequest, rows: list[Any]) -> None:
+        wanted: dict[type[models.Model], set[int]] = {}
+        for row in rows:
+            for model, pk in self.link_targets(row):
+                if pk is not None:
+                    wanted.setdefault(model, set()).add(pk)
+        found = openable(request, wanted)
+        for row in rows:
+            row._engram_openable = found
+
+    def guarded_link(self, obj: Any, model: type[models.Model], pk: int | None, text: object) -> SafeString | str:
+        """A link to `model` #pk's change page when the person may open it, else the text alone."""
+        if pk is None:
+            return EMPTY
+        if (model, pk) in getattr(obj, "_engram_openable", set()):
+            return admin_link(model, pk, text)
+        return str(text)
+
+    def get_changelist_instance(self, request: HttpRequest) -> Any:
+        changelist = super().get_changelist_instance(request)
+        if type(self).link_targets is not WorkspaceScopedAdmin.link_targets:
+            self._mark_openable(request, list(changelist.result_list))
+        return changelist
+
+    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> Any:
+        obj = super().get_object(request, object_id, from_field)
+        if obj is not None and type(self).link_targets is not WorkspaceScopedAdmin.link_targets:
+            self._mark_openable(request, [obj])
+        return obj
+
+    def _get_obj_does_not_exist_redirect(self, request: HttpRequest, opts: Any, object_id: str) -> Any:
+        """A row outside what the person may see is not found (404), as on the review pages:
+        not a redirect that tells "perhaps it was deleted"."""
+        raise Http404(f"No {opts.verbose_name} with this id.")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         qs = super().get_queryset(request)

@@ -57,16 +57,16 @@ class DecayProfileAdmin(admin.ModelAdmin):
         return f"{obj.scale_days * math.log(2) ** (1 / obj.shape):.0f}"
 
     def has_view_permission(self, request: HttpRequest, obj: DecayProfile | None = None) -> bool:
-        return request.user.is_active and request.user.is_staff
+        return access.is_staff(request.user)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
-        return request.user.is_superuser
+        return access.is_superuser(request.user)
 
     def has_change_permission(self, request: HttpRequest, obj: DecayProfile | None = None) -> bool:
-        return request.user.is_superuser
+        return access.is_superuser(request.user)
 
     def has_delete_permission(self, request: HttpRequest, obj: DecayProfile | None = None) -> bool:
-        return request.user.is_superuser
+        return access.is_superuser(request.user)
 
 
 # --- Facts (SPEC §3, §7) --------------------------------------------------------------------

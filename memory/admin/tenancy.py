@@ -6,7 +6,11 @@ from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin
+from django.contrib.admin.widgets import ForeignKeyRawIdWidget
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import Http404, HttpResponse
 from guardian.admin import GuardedModelAdminMixin
@@ -68,20 +72,17 @@ class WorkspaceAdmin(WorkspaceScopedAdmin):
 
     # A workspace created by someone who is not a member would vanish from their own view.
     def has_add_permission(self, request: HttpRequest) -> bool:
-        return request.user.is_superuser
+        return access.is_superuser(request.user)
 
     def has_delete_permission(self, request: HttpRequest, obj: Workspace | None = None) -> bool:
-        return request.user.is_superuser
+        return access.is_superuser(request.user)
 
     # The policy budget bounds what every agent's dispatch carries: only the workspace's admins
     # (and superusers) change a workspace; other members see it.
     def has_change_permission(self, request: HttpRequest, obj: Workspace | None = None) -> bool:
         if not super().has_change_permission(request, obj):
             return False
-        user: Any = request.user
-        if obj is None or user.is_superuser:
-            return True
-        return WorkspaceMembership.objects.filter(user=user, workspace=obj, is_admin=True).exists()
+        return obj is None or access.is_workspace_admin(request.user, obj)
 
     def save_model(self, request: HttpRequest, obj: Workspace, form: forms.ModelForm, change: bool) -> None:
         by = Actor.of_user(request.user)
@@ -93,8 +94,26 @@ class WorkspaceAdmin(WorkspaceScopedAdmin):
         super().save_model(request, obj, form, change)
 
 
+class _AddableRawIdWidget(ForeignKeyRawIdWidget):
+    """The person id box, naming only people who may be added: another id typed in (or put in the
+    address) is refused without telling whose it is."""
+
+    def __init__(self, rel: Any, admin_site: Any, people: QuerySet, using: str | None = None) -> None:
+        super().__init__(rel, admin_site, using=using)
+        self.people = people
+
+    def label_and_url_for_value(self, value: Any) -> tuple[str, str]:
+        if not str(value).isdecimal() or not self.people.filter(pk=value).exists():
+            return "", ""
+        return super().label_and_url_for_value(value)
+
+
 @admin.register(WorkspaceMembership)
 class WorkspaceMembershipAdmin(WorkspaceScopedAdmin):
+    """Memberships, written by the workspace's admins: a membership is changed or deleted only when
+    its person is one they manage (access.may_manage_user), made only for people they may add
+    (access.addable_members); the others are shown read-only (issue 32)."""
+
     administered = True
     list_display = ("user", "workspace", "is_admin")
     list_filter = ("is_admin", ("workspace", admin.RelatedOnlyFieldListFilter))
@@ -108,9 +127,34 @@ class WorkspaceMembershipAdmin(WorkspaceScopedAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: WorkspaceMembership | None = None) -> tuple[str, ...]:
         # Nobody raises their own rights: one's own membership is read-only (another admin or a
         # superuser changes it).
-        if obj is not None and obj.user_id == request.user.pk and not request.user.is_superuser:
-            return ("user", "workspace", "is_admin")
+        if obj is not None and obj.user_id == request.user.pk and not access.is_superuser(request.user):
+            return tuple(f.name for f in obj._meta.fields if f.editable and not f.primary_key)
+        # A membership is one person in one workspace: another pair is another membership, added
+        # (and checked) as such.
+        if obj is not None:
+            return (*super().get_readonly_fields(request, obj), "user", "workspace")
         return tuple(super().get_readonly_fields(request, obj))
+
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name != "user":
+            return super().formfield_for_foreignkey(db_field, request, **kwargs)
+        people = kwargs["queryset"] = access.addable_members(request.user)
+        field = super().formfield_for_foreignkey(db_field, request, **kwargs)
+        if field is not None and isinstance(field.widget, ForeignKeyRawIdWidget):
+            field.widget = _AddableRawIdWidget(field.widget.rel, self.admin_site, people, field.widget.db)
+        return field
+
+    # Demoting or removing someone who holds more than the admin (a superuser, an admin of another
+    # workspace) is refused: the page shows their membership read-only.
+    def has_change_permission(self, request: HttpRequest, obj: WorkspaceMembership | None = None) -> bool:
+        return super().has_change_permission(request, obj) and (
+            obj is None or access.may_manage_user(request.user, obj.user)
+        )
+
+    def has_delete_permission(self, request: HttpRequest, obj: WorkspaceMembership | None = None) -> bool:
+        return super().has_delete_permission(request, obj) and (
+            obj is None or access.may_manage_user(request.user, obj.user)
+        )
 
     def save_model(self, request: HttpRequest, obj: WorkspaceMembership, form: forms.ModelForm, change: bool) -> None:
         super().save_model(request, obj, form, change)
@@ -119,7 +163,7 @@ class WorkspaceMembershipAdmin(WorkspaceScopedAdmin):
             verb="membership.changed" if change else "membership.created",
             workspace_id=obj.workspace_id,
             target=obj,
-            detail={"user": obj.user_id, "is_admin": obj.is_admin, "changed": list(form.changed_data)},
+            detail={**access.membership_rights(obj), "changed": list(form.changed_data)},
         )
 
     def delete_model(self, request: HttpRequest, obj: WorkspaceMembership) -> None:
@@ -128,12 +172,13 @@ class WorkspaceMembershipAdmin(WorkspaceScopedAdmin):
             verb="membership.deleted",
             workspace_id=obj.workspace_id,
             target=obj,
-            detail={"user": obj.user_id, "is_admin": obj.is_admin},
+            detail=access.membership_rights(obj),
         )
         super().delete_model(request, obj)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
-        for obj in queryset:
+        manageable = access.manageable_users(request.user).values("pk")
+        for obj in queryset.filter(user__in=manageable):
             if access.may(request.user, "administer", obj):
                 self.delete_model(request, obj)
 
@@ -213,16 +258,26 @@ class MemoryDomainAdmin(GuardedModelAdminMixin, WorkspaceScopedAdmin):  # type: 
         self._administered_domain(request, object_pk)
         return super().obj_perms_manage_view(request, object_pk)
 
+    # A reviewer permission is a right of its holder: given or taken only by someone who manages
+    # that person (or every member of that group), as on the user and group admins (issue 32).
     def obj_perms_manage_user_view(self, request: HttpRequest, object_pk: Any, user_id: Any) -> HttpResponse:
         domain = self._administered_domain(request, object_pk)
-        response = super().obj_perms_manage_user_view(request, object_pk, user_id)
-        self._audit_permission_change(request, response, domain, {"user": str(user_id)})
+        person = get_user_model()._default_manager.filter(pk=user_id).first() if str(user_id).isdecimal() else None
+        if not access.may_manage_user(request.user, person):
+            raise Http404("No such person, or not one you manage.")
+        with transaction.atomic():
+            response = super().obj_perms_manage_user_view(request, object_pk, user_id)
+            self._audit_permission_change(request, response, domain, {"user": str(user_id)})
         return response
 
     def obj_perms_manage_group_view(self, request: HttpRequest, object_pk: Any, group_id: Any) -> HttpResponse:
         domain = self._administered_domain(request, object_pk)
-        response = super().obj_perms_manage_group_view(request, object_pk, group_id)
-        self._audit_permission_change(request, response, domain, {"group": str(group_id)})
+        group = Group.objects.filter(pk=group_id).first() if str(group_id).isdecimal() else None
+        if not access.may_manage_group(request.user, group):
+            raise Http404("No such group, or not one you manage.")
+        with transaction.atomic():
+            response = super().obj_perms_manage_group_view(request, object_pk, group_id)
+            self._audit_permission_change(request, response, domain, {"group": str(group_id)})
         return response
 
     @staticmethod

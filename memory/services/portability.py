@@ -214,7 +214,7 @@ _CORE: list[Section] = [
     Section("intervention", Intervention, "run__workspace", {"run": "memory_run"}),
 ]
 # Last: its target ids are remapped through every other section.
-_AUDIT = Section("audit_event", AuditEvent, "workspace", {"actor_agent": "agent"})
+_AUDIT = Section("audit_event", AuditEvent, "workspace", {"actor_agent": "agent", "domain": "domain"})
 _EXTRA: list[Section] = []
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from django import template
 
+from memory import access
 from review.selectors_activity import NavWorkspace, nav_workspaces
 
 register = template.Library()
@@ -16,3 +17,9 @@ register = template.Library()
 def nav_workspaces_tag(context: Any) -> list[NavWorkspace]:
     request = context.get("request")
     return nav_workspaces(getattr(request, "user", None))
+
+
+@register.filter(name="opens_admin")
+def opens_admin(user: Any) -> bool:
+    """`{% if user|opens_admin %}`: the admin link, for the people the admin site lets in."""
+    return access.is_staff(user)

@@ -12,9 +12,7 @@ from tests.conftest import client_for
 
 
 def test_create_agent_stores_only_the_hash_of_the_key(world):
-    agent, key = create_agent(
-        workspace=world.workspace, name="new-agent", role=world.coder_role, by=Actor.of_system("t")
-    )
+    agent, key = create_agent(workspace=world.workspace, name="new-agent", role=world.coder_role, by=Actor.system("t"))
     stored = Agent.objects.get(pk=agent.pk)
     assert stored.key_hash == hash_key(key)
     assert key not in {
@@ -53,11 +51,11 @@ def test_unknown_key_and_malformed_header_get_401(world):
 
 
 def test_revoked_key_gets_401_and_rotation_issues_a_working_key(world):
-    revoke_agent(agent=world.coder, by=Actor.of_system("t"))
+    revoke_agent(agent=world.coder, by=Actor.system("t"))
     response = client_for(world.coder).get("/api/v1/me/")
     assert response.status_code == 401
     assert response.json()["code"] == "key_revoked"
-    new_key = rotate_key(agent=world.coder, by=Actor.of_system("t"))
+    new_key = rotate_key(agent=world.coder, by=Actor.system("t"))
     client = client_for(None)
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {new_key}")
     assert client.get("/api/v1/me/").status_code == 200

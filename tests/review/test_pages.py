@@ -157,7 +157,7 @@ def test_approve_applies_the_forms_sent_along_and_shows_the_outcome_in_place(wor
     assert review.status == "approved" and len(review.resolution["stored_ids"]) == 2
     fact = Fact.objects.get(pk=_item(review, "docs/architecture.md").stored_fact_id)
     assert fact.human_edited and fact.content.endswith("Uploads go through S3.")
-    assert f"/admin/memory/fact/{fact.pk}/change/" in html
+    assert f"/memory/{fact.workspace.slug}/facts/{fact.pk}/" in html  # the memory browser: open to reviewers
 
 
 def test_reject_shows_the_outcome_and_stores_nothing(world, review):

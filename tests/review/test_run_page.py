@@ -57,8 +57,9 @@ def test_member_sees_bank_timeline_and_the_candidates_it_produced(world, finishe
         assert item.candidate is not None
         assert item.candidate.candidate_id in html
         assert f"candidate #{item.candidate.pk}" in html
-        # A member without review rights on the domain gets the admin page (reviewers are staff here).
-        assert f'href="/admin/memory/candidate/{item.candidate.pk}/change/"' in html
+        # A member without review rights on the domain: named, not linked — the admin would not
+        # show them the candidate either (issue 32: links only to pages the person may open).
+        assert f'href="/admin/memory/candidate/{item.candidate.pk}/change/"' not in html
 
 
 def test_candidate_points_back_at_its_run_page(world, finished_run):

@@ -12,6 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents.services import create_agent, set_trust_flags
+from memory import access
 from memory.actors import Actor
 from memory.audit import record_event
 from memory.models import (
@@ -283,7 +284,7 @@ class Command(BaseCommand):
 
     @transaction.atomic
     def _seed(self) -> str:
-        by = Actor.of_system("seed_demo")
+        by = Actor.system("seed_demo")
         now = timezone.now()
         ws = get_or_create_workspace(slug=DEMO_SLUG, name="Acme Robotics (demo)", by=by)
         coder = get_or_create_role(workspace=ws, name="coder", by=by)
@@ -416,8 +417,6 @@ class Command(BaseCommand):
             detail={"facts": len(FACTS) + 2, "superseded": old_queue.pk, "agent": agent.name},
         )
         # People: the demo admin (created by engram_up) is made a workspace admin there.
-        from django.contrib.auth import get_user_model
-
-        for user in get_user_model().objects.filter(is_superuser=True):
+        for user in access.superusers():
             WorkspaceMembership.objects.get_or_create(user=user, workspace=ws, defaults={"is_admin": True})
         return key

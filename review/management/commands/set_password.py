@@ -8,6 +8,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from memory import access
 from memory.actors import Actor
 from memory.models import WorkspaceMembership
 from review.accounts import set_user_password
@@ -38,7 +39,7 @@ class Command(BaseCommand):
             )
         password = self._read_password(from_stdin=opts["password_stdin"], stdin=opts.get("stdin"))
         try:
-            set_user_password(user=user, password=password, by=Actor.of_system("manage.py set_password"))
+            set_user_password(user=user, password=password, by=Actor.system("manage.py set_password"))
         except ValidationError as exc:
             raise CommandError("Password refused: " + " ".join(exc.messages)) from None
         self.stdout.write(f"Password set for {user.get_username()}; their other sessions are signed out.")
@@ -63,6 +64,6 @@ def _next_steps(user: Any) -> list[str]:
         steps.append("The account is inactive: tick 'Active' in the admin or they cannot sign in.")
     if not WorkspaceMembership.objects.filter(user=user).exists():
         steps.append("They are a member of no workspace: add a membership in the admin, or they see no page.")
-    if not user.is_staff:
+    if user.is_active and not access.is_staff(user):
         steps.append("Not staff: the review pages are open to them, the admin (/admin/) is not.")
     return steps
