@@ -30,11 +30,20 @@ import numpy as np
 LABELS = ("same", "contradicts", "separate")
 TRAINED_LAYERS = 2
 MAX_TOKENS = 128
+# What of a text the model is given: it reads MAX_TOKENS word pieces of the pair, far fewer than
+# 2,000 characters hold, so the tokenizer never runs over a whole 16,000-character fact (issue 33;
+# the write path asks the model only of pairs memory.similarity read whole, READ_CHARS).
+MAX_CHARS = 2_000
 WEIGHTS = Path(__file__).resolve().parent / "data" / "pair_model.safetensors"
 CARD = WEIGHTS.with_suffix(".json")
 
 _model: PairModel | None = None
 _lock = threading.Lock()
+
+
+def bounded(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Each (old, new) cut to its first MAX_CHARS characters: what the model reads of it."""
+    return [(old[:MAX_CHARS], new[:MAX_CHARS]) for old, new in pairs]
 
 
 def enabled() -> bool:
@@ -118,6 +127,7 @@ class TorchPairModel:
         """p(same), p(contradicts), p(separate) per (old, new) pair."""
         if not pairs:
             return np.zeros((0, len(LABELS)), dtype=np.float32)
+        pairs = bounded(pairs)
         chunks = []
         with self.lock, self.torch.inference_mode():
             for start in range(0, len(pairs), batch_size):
@@ -143,6 +153,7 @@ class OnnxPairModel:
     def probabilities(self, pairs: Sequence[tuple[str, str]], batch_size: int = 32) -> np.ndarray:
         if not pairs:
             return np.zeros((0, len(LABELS)), dtype=np.float32)
+        pairs = bounded(pairs)
         chunks = []
         for start in range(0, len(pairs), batch_size):
             encodings = self.tokenizer.encode_batch(list(pairs[start : start + batch_size]))
@@ -212,7 +223,8 @@ CACHE_SIZE = 4096
 def probabilities(pairs: Sequence[tuple[str, str]]) -> np.ndarray:
     """p(same), p(contradicts), p(separate) per (old, new) pair. Answers are kept for the last
     CACHE_SIZE pairs, so a write can read its pairs before it takes its locks and find them again
-    under the locks without running the model twice."""
+    under the locks without running the model twice. Each text is read to MAX_CHARS (`bounded`)."""
+    pairs = bounded(pairs)
     missing = list(dict.fromkeys(pair for pair in pairs if pair not in _cache))
     if missing:
         for pair, row in zip(missing, get().probabilities(missing), strict=True):

@@ -14,6 +14,7 @@ eval-writes` measures both on labelled pairs.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import math
@@ -611,7 +612,13 @@ def _dates_agree(a: float, b: float) -> bool:
 
 
 _NUM = r"\d[\d,]*(?:\.\d+)?"
-_WORDNUM = r"(?:(?:a|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)[- ]?)*(?:hundred|thousand|million|zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|dozen)"
+# Where a pattern may start at every digit of "1,1,1,…" (at each word boundary) and fail only after
+# the number, an unbounded number would be read again from each of its digits: quadratic (issue 33).
+# 24 digits and commas: more than any count of times a real text says.
+_SHORT_NUM = r"\d[\d,]{0,23}(?:\.\d+)?"
+# At most six words before the last ("twenty five", "a hundred"): unbounded, every word of "a a a …"
+# started a match that read to the end of the run before failing — quadratic (issue 33).
+_WORDNUM = r"(?:(?:a|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)[- ]?){0,6}(?:hundred|thousand|million|zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|dozen)"
 _UNIT_WORDS = sorted(
     [*_SECONDS, *_BYTES, *_METRES, "percent", "pct", "per cent", "dollars", "dollar", "euros", "euro", "usd", "eur"],
     key=len,
@@ -646,7 +653,7 @@ _QTY_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         "times",
         re.compile(
             r"\b(once|twice|thrice|("
-            + _NUM
+            + _SHORT_NUM
             + r"|"
             + _WORDNUM
             + r")\s?(?:times|x)) (?:a|an|per|every|each) ("
@@ -669,7 +676,13 @@ _QTY_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
         "timesword",
         re.compile(
-            r"\b(once|twice|thrice|(" + _NUM + r"|" + _WORDNUM + r")\s?(?:times|x)) (" + "|".join(_FREQ_WORDS) + r")\b"
+            r"\b(once|twice|thrice|("
+            + _SHORT_NUM
+            + r"|"
+            + _WORDNUM
+            + r")\s?(?:times|x)) ("
+            + "|".join(_FREQ_WORDS)
+            + r")\b"
         ),
     ),
     ("freqword", re.compile(r"\b(" + "|".join(_FREQ_WORDS) + r")\b")),
@@ -760,6 +773,18 @@ def _extract_quantities(text: str) -> tuple[str, list[_Qty]]:
     return text, found
 
 
+def _word_before(text: str, at: int) -> str:
+    """The last whitespace-separated word of `text[:at]` ("" if none): `text[:at].split()[-1]`
+    without splitting the whole prefix again at every match (quadratic on "a day a day …")."""
+    end = at
+    while end and text[end - 1].isspace():
+        end -= 1
+    start = end
+    while start and not text[start - 1].isspace():
+        start -= 1
+    return text[start:end]
+
+
 def _quantity_match(kind: str, m: re.Match[str], keep: Callable[..., str]) -> str:
     s = m.group(0).strip()
     if kind == "cron":
@@ -837,8 +862,7 @@ def _quantity_match(kind: str, m: re.Match[str], keep: Callable[..., str]) -> st
             return m.group(0)
         return keep(_unit_quantity(number, m.group(2), s))
     if kind == "per":
-        before = m.string[: m.start()].split()
-        if not s.startswith(("per", "/")) and before and before[-1] in _DURATION_PREPOSITIONS:
+        if not s.startswith(("per", "/")) and _word_before(m.string, m.start()) in _DURATION_PREPOSITIONS:
             return keep(_Qty("time", _SECONDS[m.group(1)], "", s))  # "within an hour" is a duration
         return keep(_Qty("freq", 86400 / _SECONDS[m.group(1)], "", s))
     return m.group(0)
@@ -1097,11 +1121,12 @@ def _read(text: str) -> _Reading:
         role = words[t.at - 1] if t.at else ""
         if _typed(t) and role in ("from", "to", "into", "onto"):
             preferred.add((t.key, "→" if role == "from" else "←"))
-    for at in contrasts:
-        before = [t for t in tokens if t.at < at and not t.weak]
-        after = [t for t in tokens if t.at > at and not t.weak]
-        if before and after:
-            preferred.add((before[-1].key, after[0].key))
+    strong = [t for t in tokens if not t.weak]  # in the order read: `at` ascends
+    places = [t.at for t in strong]
+    for at in contrasts:  # the strong tokens either side of "over", "not", "rather than"…
+        before, after = bisect.bisect_left(places, at), bisect.bisect_right(places, at)
+        if before and after < len(strong):
+            preferred.add((strong[before - 1].key, strong[after].key))
     possible = any(w in _HEDGES for w in words)  # "can" and "cannot" alike: the negation is the polarity
     verb_at = next((k for k, w in enumerate(words) if w in _AUXILIARIES), 10**6)
     return _Reading(
@@ -1188,6 +1213,65 @@ def _steps(words: list[str], names: set[str]) -> list[set[str]] | None:
     return steps if len(steps) >= 2 else None
 
 
+# ---------------------------------------------------------------- the reading budget (issue 33)
+#
+# A fact may be 16,000 characters long, and an agent may write as many as it likes on one topic:
+# reading must cost a bounded amount of CPU whatever the text. Every reader above is linear in
+# its input (tests/memory/test_classifier_hostile.py times them on bench/hostile_text.py's worst
+# cases); on top of that:
+# - a text is read in a window: its first READ_CHARS characters (cut at a space). Longer texts
+#   are compared on that window only, so the comparison can find a difference there but never
+#   vouch for the rest: a SAME or CONTRADICTS read in the windows becomes UNSURE (a person
+#   decides), and the pair model (which reads less still) is not asked;
+# - comparing two readings spends steps (the aligning, substitution and order loops, which grow
+#   with the product of the two texts' lengths): past COMPARE_STEPS the pair is "too long to
+#   compare word by word" — UNSURE when the embeddings are close, else SEPARATE;
+# - a proposal is compared with its NEAREST_FACTS closest live facts of the topic (by cosine),
+#   nearest first, reading at most PROPOSAL_CHARS of their windows and sharing PROPOSAL_STEPS;
+#   the others are SEPARATE, not read (`classify_many(nearest=…)`). So a topic of many long facts
+#   costs a proposal what reading 20 windows costs, however many it holds.
+# The labelled pairs (≤ 186 characters) and the distinct-sentence streams of `make eval-writes`
+# never come near these bounds: their largest comparison spends a few hundred steps.
+
+READ_CHARS = 2_000
+COMPARE_STEPS = 20_000
+NEAREST_FACTS = 50
+PROPOSAL_CHARS = 40_000
+PROPOSAL_STEPS = 100_000
+
+
+class _TooLong(Exception):
+    """A comparison spent its budget."""
+
+
+class _Budget:
+    """Steps left for comparing; `spend` raises _TooLong past zero."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, steps: int) -> None:
+        self.left = steps
+
+    def spend(self, steps: int) -> None:
+        self.left -= steps
+        if self.left < 0:
+            raise _TooLong
+
+
+def _window(text: str) -> str:
+    """What of `text` is read: all of it up to READ_CHARS characters, else its first READ_CHARS
+    cut at the last whitespace (or mid-word when there is none in the second half)."""
+    if len(text) <= READ_CHARS:
+        return text
+    head = text[: READ_CHARS + 1]
+    cut = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"))
+    return head[:cut] if cut >= READ_CHARS // 2 else head[:READ_CHARS]
+
+
+def _read_whole(text: str) -> bool:
+    return len(text) <= READ_CHARS
+
+
 # ---------------------------------------------------------------- aligning two readings
 
 
@@ -1201,7 +1285,12 @@ def _close_spelling(a: str, b: str) -> bool:
             len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]]
         )
     short, long = (a, b) if len(a) < len(b) else (b, a)
-    return len(long) == len(short) + 1 and any(long[:i] + long[i + 1 :] == short for i in range(len(long)))
+    if len(long) != len(short) + 1:
+        return False
+    # one deletion makes them equal iff deleting the first letter where they part does (linear:
+    # trying every deletion copied the word once per letter)
+    at = _common_prefix(short, long)
+    return long[at + 1 :] == short[at:]
 
 
 def _common_prefix(x: str, y: str) -> int:
@@ -1228,7 +1317,7 @@ class _Diff:
     agreeing: list[tuple[_Qty, _Qty]]  # quantities written differently that agree ("60 s" = "1 min")
 
 
-def _align(a: _Reading, b: _Reading) -> _Diff:
+def _align(a: _Reading, b: _Reading, budget: _Budget) -> _Diff:
     """What each text says that the other does not (weak words aside)."""
     keys_a = {t.key for t in a.tokens if t.qty is None}
     keys_b = {t.key for t in b.tokens if t.qty is None}
@@ -1237,6 +1326,7 @@ def _align(a: _Reading, b: _Reading) -> _Diff:
     agreeing: list[tuple[_Qty, _Qty]] = []
     for i in sorted(only_a):
         x = a.tokens[i]
+        budget.spend(len(only_b))
         for j in sorted(only_b):
             y = b.tokens[j]
             if x.qty and y.qty and x.qty.agrees(y.qty):
@@ -1250,6 +1340,7 @@ def _align(a: _Reading, b: _Reading) -> _Diff:
     # a quantity agreeing with one already matched on the other side (a range, a repeat)
     quantities_a = [t.qty for t in a.tokens if t.qty]
     quantities_b = [t.qty for t in b.tokens if t.qty]
+    budget.spend(len(quantities_a) * len(quantities_b))
     only_a -= {i for i in only_a if (q := a.tokens[i].qty) and any(q.agrees(o) for o in quantities_b)}
     only_b -= {j for j in only_b if (q := b.tokens[j].qty) and any(q.agrees(o) for o in quantities_a)}
     # compounds ("standup" / "stand up") and the parts of an identifier the other text spells out
@@ -1258,40 +1349,42 @@ def _align(a: _Reading, b: _Reading) -> _Diff:
     for mine, theirs, free in ((a, b, only_a), (b, a, only_b)):
         parts = theirs.id_parts | shared_parts
         joined = {x.surface + y.surface for x, y in itertools.pairwise(theirs.tokens)}
+        keys = {x.key for x in theirs.tokens}
         for i in sorted(free):
             t = mine.tokens[i]
             spelled = t.surface.replace("-", "") in joined or t.key in parts or t.surface in parts
-            if (t.qty is None and spelled) or (t.kind == "id" and _spelled_out(t, theirs)):
+            if (t.qty is None and spelled) or (t.kind == "id" and _spelled_out(t, keys)):
                 free.discard(i)
     # an acronym and the words it abbreviates ("NYC" / "New York City", "IC" / "incident commander")
     for mine, theirs, free, other in ((a, b, only_a, only_b), (b, a, only_b, only_a)):
+        initials = "".join(x.surface[:1] for x in theirs.tokens)
         for i in sorted(free):
-            run = _spelled_acronym(mine.tokens[i], theirs)
+            budget.spend(1)
+            run = _spelled_acronym(mine.tokens[i], initials)
             if run:
                 free.discard(i)
                 other.difference_update(run)
     return _Diff(sorted(only_a), sorted(only_b), agreeing)
 
 
-def _spelled_out(t: _Token, other: _Reading) -> bool:
-    """An identifier whose every part the other text says in words (`@priya.natarajan` / "Priya
-    Natarajan", `billing-svc` / "the billing service")."""
+def _spelled_out(t: _Token, keys: set[str]) -> bool:
+    """An identifier whose every part the other text (its token `keys`) says in words
+    (`@priya.natarajan` / "Priya Natarajan", `billing-svc` / "the billing service")."""
     parts = [p for p in _ID_SEPARATORS.split(t.key) if p]
-    keys = {x.key for x in other.tokens}
     return len(parts) >= 2 and all(p.isalpha() and _token(p, set(), set()).key in keys for p in parts)
 
 
-def _spelled_acronym(t: _Token, other: _Reading) -> list[int]:
-    """The tokens of `other` whose initials spell the acronym `t`, if any."""
+def _spelled_acronym(t: _Token, initials: str) -> list[int]:
+    """The tokens of the other text (the first letters of its tokens: `initials`) that spell the
+    acronym `t`, if any."""
     letters = t.surface
     if not (t.acronym and letters.isalpha() and 2 <= len(letters) <= 5):
         return []
-    initials = "".join(x.surface[:1] for x in other.tokens)
     at = initials.find(letters)
     return list(range(at, at + len(letters))) if at >= 0 else []
 
 
-def _order(a: _Reading, b: _Reading) -> str:
+def _order(a: _Reading, b: _Reading, budget: _Budget) -> str:
     """How the texts order the steps they share: "" when they agree or state no order,
     "explicit" when both state one (then, first, 1) 2), before, after…) and some steps run the
     other way round, "implicit" when the steps run the other way round in a plain list."""
@@ -1302,6 +1395,7 @@ def _order(a: _Reading, b: _Reading) -> str:
         return ""
     pos_a, pos_b = _step_positions(a.steps), _step_positions(b.steps)
     keys = sorted(pos_a.keys() & pos_b.keys())
+    budget.spend(len(keys) * (len(keys) - 1) // 2)
     discordant = any(
         (pos_a[x] - pos_a[y]) * (pos_b[x] - pos_b[y]) < 0 for k, x in enumerate(keys) for y in keys[k + 1 :]
     )
@@ -1352,24 +1446,42 @@ def _same_kind(x: _Token, y: _Token) -> bool:
     return len(kinds) == 1 or kinds <= {"name", "id"}
 
 
-def _neighbours(r: _Reading, index: int, changed: set[int], paired: dict[int, int]) -> tuple[str, str]:
-    """What sits right before and after `index` among the strong tokens: an unchanged token's key,
-    a replaced token's pair number, or "" (a changed token or the text's end)."""
-    sides = []
-    for step in (-1, 1):
-        k = index + step
-        while 0 <= k < len(r.tokens) and r.tokens[k].weak:
-            k += step
+def _strong_sides(r: _Reading) -> tuple[list[int], list[int]]:
+    """For each token, the index of the nearest strong (not weak) token before it (-1: none) and
+    after it (len(r.tokens): none), found once instead of walking past weak words at every look."""
+    n = len(r.tokens)
+    before, after = [-1] * n, [n] * n
+    last = -1
+    for k in range(n):
+        before[k] = last
+        if not r.tokens[k].weak:
+            last = k
+    last = n
+    for k in range(n - 1, -1, -1):
+        after[k] = last
+        if not r.tokens[k].weak:
+            last = k
+    return before, after
+
+
+def _neighbours(
+    r: _Reading, index: int, changed: set[int], paired: dict[int, int], sides: tuple[list[int], list[int]]
+) -> tuple[str, str]:
+    """What sits right before and after `index` among the strong tokens (`sides`: _strong_sides):
+    an unchanged token's key, a replaced token's pair number, or "" (a changed token or the text's
+    end)."""
+    found = []
+    for k in (sides[0][index], sides[1][index]):
         if not 0 <= k < len(r.tokens):
-            sides.append("")
+            found.append("")
         elif k in paired:
-            sides.append(f"#{paired[k]}")
+            found.append(f"#{paired[k]}")
         else:
-            sides.append("" if k in changed else r.tokens[k].key)
-    return sides[0], sides[1]
+            found.append("" if k in changed else r.tokens[k].key)
+    return found[0], found[1]
 
 
-def _substitutions(a: _Reading, b: _Reading, diff: _Diff) -> list[tuple[int, int]]:
+def _substitutions(a: _Reading, b: _Reading, diff: _Diff, budget: _Budget) -> list[tuple[int, int]]:
     """Pairs (i, j): a.tokens[i] replaced by b.tokens[j], a value of the same type in the same
     slot — the one value of its type each text changed, or one beside an unchanged token (or
     beside another replaced pair: `db-2 in us-east-1b` / `db-3 in us-east-1c`)."""
@@ -1378,21 +1490,24 @@ def _substitutions(a: _Reading, b: _Reading, diff: _Diff) -> list[tuple[int, int
     typed_b = [j for j in diff.only_b if _valueish(b.tokens[j])]
     subs: list[tuple[int, int]] = []
     for i in list(typed_a):
+        budget.spend(len(typed_a) + len(typed_b))
         mates_a = [k for k in typed_a if _same_kind(a.tokens[k], a.tokens[i])]
         mates_b = [j for j in typed_b if _same_kind(b.tokens[j], a.tokens[i])]
         if len(mates_a) == len(mates_b) == 1:
             subs.append((i, mates_b[0]))
             typed_a.remove(i)
             typed_b.remove(mates_b[0])
+    sides_a, sides_b = _strong_sides(a), _strong_sides(b)
     found = True
     while found:
         found = False
         paired_a = {i: n for n, (i, _) in enumerate(subs)}
         paired_b = {j: n for n, (_, j) in enumerate(subs)}
         for i in typed_a:
-            la, ra = _neighbours(a, i, changed_a, paired_a)
+            budget.spend(len(typed_b) + 1)
+            la, ra = _neighbours(a, i, changed_a, paired_a, sides_a)
             for j in typed_b:
-                lb, rb = _neighbours(b, j, changed_b, paired_b)
+                lb, rb = _neighbours(b, j, changed_b, paired_b, sides_b)
                 if _same_kind(a.tokens[i], b.tokens[j]) and (la == lb != "" or ra == rb != ""):
                     subs.append((i, j))
                     typed_a.remove(i)
@@ -1518,9 +1633,9 @@ def _reversed(a: _Reading, b: _Reading) -> bool:
 _OTHER_WAY = {"→": "←", "←": "→"}
 
 
-def _compare(a: _Reading, b: _Reading) -> _Comparison:
-    diff = _align(a, b)
-    pairs = _substitutions(a, b, diff)
+def _compare(a: _Reading, b: _Reading, budget: _Budget) -> _Comparison:
+    diff = _align(a, b, budget)
+    pairs = _substitutions(a, b, diff, budget)
     replaced_a, replaced_b = {i for i, _ in pairs}, {j for _, j in pairs}
     # "first" / "second" in a text that states an order only mark its steps
     rest_a = [a.tokens[i] for i in diff.only_a if i not in replaced_a and not _ordinal(a, a.tokens[i])]
@@ -1529,7 +1644,7 @@ def _compare(a: _Reading, b: _Reading) -> _Comparison:
     subject = len(pairs) == 1 and _at_subject(a, pairs[0][0]) and _at_subject(b, pairs[0][1])
     flipped = a.sign != b.sign
     bound_flip = bool(a.bounds and b.bounds and not a.bounds & b.bounds)
-    order = "reversed" if _reversed(a, b) else _order(a, b)
+    order = "reversed" if _reversed(a, b) else _order(a, b, budget)
     typed_rest = any(map(_typed, rest_a)) or any(map(_typed, rest_b))
     slots = (1 if one_slot else len(pairs)) + flipped + bound_flip + bool(order) + typed_rest
     return _Comparison(
@@ -1568,17 +1683,46 @@ def classify(old: str, new: str, similarity: float) -> Verdict:
     """Whether `new` restates, contradicts or is separate from `old` (a live fact on the same
     domain and topic), given the cosine of their embeddings; UNSURE when the wording cannot
     tell — both facts then stay live and a person decides. Pure, about 1 ms a pair (less when
-    a text was read before)."""
+    a text was read before); bounded whatever the texts (see READ_CHARS, COMPARE_STEPS)."""
+    return _classify(old, new, similarity, _Budget(COMPARE_STEPS))[0]
+
+
+def _classify(old: str, new: str, similarity: float, budget: _Budget) -> tuple[Verdict, bool]:
+    """`classify`, spending `budget`; and whether both texts were read whole and compared in full
+    (only then may the pair model revise the verdict)."""
     if normalise(old) == normalise(new):
-        return Verdict(Relation.SAME, "same meaning: identical text")
-    a, b = _read(old), _read(new)
-    c = _compare(a, b)
+        return Verdict(Relation.SAME, "same meaning: identical text"), True
+    a, b = _read(_window(old)), _read(_window(new))
+    try:
+        c = _compare(a, b, budget)
+    except _TooLong:
+        return _too_long(a, b, similarity), False
+    verdict = _verdict(a, b, c, similarity)
+    if _read_whole(old) and _read_whole(new):
+        return verdict, True
+    if verdict.kind in (Relation.SAME, Relation.CONTRADICTS):
+        detail = verdict.reason.split(": ", 1)[-1]
+        verdict = Verdict(
+            Relation.UNSURE, f"unsure: {detail}, in the first {READ_CHARS:,} characters (the rest was not read)"
+        )
+    return verdict, False
+
+
+def _verdict(a: _Reading, b: _Reading, c: _Comparison, similarity: float) -> Verdict:
     changes = c.changes
     if not changes:
         return _restated(a, b, c, similarity)
     if c.rest_a or c.rest_b or (len(changes) > 1 and c.slots > 1):
         return _undecided(c, similarity, changes[0])
     return _contradicted(a, b, c, changes[0], similarity)
+
+
+def _too_long(a: _Reading, b: _Reading, similarity: float) -> Verdict:
+    """The verdict of a pair whose comparison spent its budget: no machine decides it."""
+    detail = f"too long to compare word by word ({len(a.tokens):,} and {len(b.tokens):,} words read)"
+    if similarity < SEPARATE_COSINE:
+        return Verdict(Relation.SEPARATE, f"separate: different claims ({detail})")
+    return Verdict(Relation.UNSURE, f"unsure: {detail}")
 
 
 def _restated(a: _Reading, b: _Reading, c: _Comparison, similarity: float) -> Verdict:
@@ -1736,6 +1880,10 @@ def second_reading(verdict: Verdict, p: tuple[float, float, float], similarity: 
     return verdict
 
 
+# What a proposal's pairs beyond its `nearest` closest facts are (classify_many).
+_NOT_READ = Verdict(Relation.SEPARATE, "separate: not read (the proposal read nearer live facts of the topic)")
+
+
 def _asks_model(verdict: Verdict, similarity: float, old: str, new: str) -> bool:
     """Whether the second reading may revise the rules' verdict: not for far-apart pairs the rules
     call separate, nor for the same text up to case, spacing and punctuation (the pair model
@@ -1746,15 +1894,43 @@ def _asks_model(verdict: Verdict, similarity: float, old: str, new: str) -> bool
     return normalise(old) != normalise(new)
 
 
-def classify_many(items: list[tuple[str, str, float]]) -> list[Verdict]:
+def classify_many(items: list[tuple[str, str, float]], *, nearest: int | None = None) -> list[Verdict]:
     """`classify` for each (old, new, cosine), then the second reading for the pairs it may revise
-    (one batch through the pair model). The rules alone when the model is off or not shipped."""
+    (one batch through the pair model). The rules alone when the model is off or not shipped.
+
+    `nearest` (the write path: NEAREST_FACTS) bounds what one proposal costs: of the pairs
+    sharing a `new` text, only the `nearest` closest by cosine are read, nearest first, as long
+    as their windows fit in PROPOSAL_CHARS, sharing PROPOSAL_STEPS; the others are separate, not
+    read."""
     from memory import pair_model
 
-    verdicts = [classify(old, new, similarity) for old, new, similarity in items]
+    verdicts: list[Verdict] = [_NOT_READ] * len(items)
+    whole = [False] * len(items)
+    if nearest is None:
+        for i, (old, new, similarity) in enumerate(items):
+            verdicts[i], whole[i] = _classify(old, new, similarity, _Budget(COMPARE_STEPS))
+    else:
+        proposals: dict[str, list[int]] = {}
+        for i, (_, new, _) in enumerate(items):
+            proposals.setdefault(new, []).append(i)
+        for indices in proposals.values():
+            left, chars = PROPOSAL_STEPS, PROPOSAL_CHARS
+            for i in sorted(indices, key=lambda i: -items[i][2])[:nearest]:
+                old, new, similarity = items[i]
+                read = min(len(old), READ_CHARS)
+                if read > chars:
+                    continue
+                chars -= read
+                budget = _Budget(min(COMPARE_STEPS, left))
+                verdicts[i], whole[i] = _classify(old, new, similarity, budget)
+                left -= min(COMPARE_STEPS, left) - max(budget.left, 0)
     if not pair_model.enabled():
         return verdicts
-    asked = [i for i, (v, (old, new, s)) in enumerate(zip(verdicts, items, strict=True)) if _asks_model(v, s, old, new)]
+    asked = [
+        i
+        for i, (v, (old, new, s)) in enumerate(zip(verdicts, items, strict=True))
+        if whole[i] and _asks_model(v, s, old, new)
+    ]
     if not asked:
         return verdicts
     probs = pair_model.probabilities([(items[i][0], items[i][1]) for i in asked])
