@@ -102,11 +102,37 @@ if admin.site.is_registered(_User):
             )
 
         def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
-            super().delete_queryset(request, queryset.filter(pk__in=access.manageable_users(request.user).values("pk")))
+            """The bulk action: only the people the person manages, each deletion audited (user.deleted)."""
+            with transaction.atomic(using=router.db_for_write(self.model)):
+                doomed = queryset.filter(pk__in=access.manageable_users(request.user).values("pk"))
+                for person in doomed:
+                    self._audit_deletion(request, person)
+                super().delete_queryset(request, doomed)
+
+        def delete_model(self, request: HttpRequest, obj: Any) -> None:
+            self._audit_deletion(request, obj)  # delete_view's transaction holds both
+            super().delete_model(request, obj)
+
+        def _audit_deletion(self, request: HttpRequest, person: Any) -> None:
+            record_event(
+                actor=Actor.of_user(request.user),
+                verb="user.deleted",
+                workspace_id=None,
+                target=person,
+                detail={"username": person.get_username()},
+            )
 
         def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
             super().save_model(request, obj, form, change)
-            if change and form.changed_data:
+            if not change:
+                record_event(
+                    actor=Actor.of_user(request.user),
+                    verb="user.created",
+                    workspace_id=None,
+                    target=obj,
+                    detail={"username": obj.get_username()},
+                )
+            elif form.changed_data:
                 record_event(
                     actor=Actor.of_user(request.user),
                     verb="user.changed",

@@ -272,3 +272,20 @@ def test_renaming_or_deactivating_someone_in_the_admin_is_audited(people: People
     assert event.detail["username"] == ["member", "member-renamed"]
     assert event.detail["is_active"] == [True, False]
     assert {"username", "is_active"} <= set(event.detail["changed"])
+
+
+@pytest.mark.django_db
+def test_creating_and_deleting_people_in_the_admin_is_audited(people: People) -> None:
+    client = browser(people.acme_admin)
+    add = {"username": "newcomer", "usable_password": "true", "password1": NEW_PASSWORD, "password2": NEW_PASSWORD}
+    assert submit(client, reverse("admin:auth_user_add"), add).status_code == 302
+    newcomer = User.objects.get(username="newcomer")
+    created = AuditEvent.objects.get(verb="user.created", target_id=newcomer.pk)
+    assert (created.actor_user_id, created.detail) == (people.acme_admin.pk, {"username": "newcomer"})
+
+    # One deleted from its page, one by the bulk action beside someone they may not delete.
+    assert submit(client, round1.delete_url(people.member2), {"post": "yes"}).status_code == 302
+    round1.bulk_delete(client, [people.member, people.root])
+    deleted = dict(AuditEvent.objects.filter(verb="user.deleted").values_list("target_id", "detail"))
+    assert deleted == {people.member2.pk: {"username": "member2"}, people.member.pk: {"username": "member"}}
+    assert User.objects.filter(pk=people.root.pk).exists()
