@@ -133,3 +133,43 @@ def send_task(broker_url: str, name: str, *args: object) -> None:
         sender.send_task(name, args=list(args))
     finally:
         sender.close()
+
+
+# Names a server process must not inherit from the test run: they would point it at another
+# database, broker or worker shape than the test sets up.
+INHERITED_NOT_PASSED = ("DATABASE_URL", "CELERY_BROKER_URL", "ENGRAM_MAX_WAITERS", "WEB_THREADS", "ENGRAM_CONN_MAX_AGE")
+
+
+def server_env(**extra: str) -> dict[str, str]:
+    """The environment of a server process on the test database: this process's, less what would
+    point it elsewhere (INHERITED_NOT_PASSED), then `extra`."""
+    from django.db import connection
+
+    env = {name: value for name, value in os.environ.items() if name not in INHERITED_NOT_PASSED}
+    env.update(
+        ENGRAM_DB_NAME=connection.settings_dict["NAME"],
+        DJANGO_SETTINGS_MODULE="config.settings",
+        ENGRAM_TESTING="0",
+        HF_HUB_OFFLINE="1",
+    )
+    return {**env, **extra}
+
+
+def waiting_reviews(world, settings, count: int) -> tuple[list, dict[str, str]]:
+    """`count` remember reviews of the coder waiting for a person, and the reviewer's session cookie
+    signed with a fresh SECRET_KEY (set in `settings`: pass it to the server that checks it)."""
+    import secrets
+
+    from django.test import Client
+
+    from review.services import submit_review
+    from tests.review.samples import FILES, OUTPUT
+
+    reviews = [
+        submit_review(agent=world.coder, session_id=f"turn-{i}", output=OUTPUT, files=FILES, repo="web")
+        for i in range(count)
+    ]
+    settings.SECRET_KEY = secrets.token_urlsafe(64)
+    browser = Client()
+    browser.force_login(world.reviewer)
+    return reviews, {"Cookie": f"sessionid={browser.cookies['sessionid'].value}"}
