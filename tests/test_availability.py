@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
 import sys
 import threading
@@ -16,11 +17,13 @@ from pathlib import Path
 
 import pytest
 from django.db import connection
+from django.test import Client
 
 from memory.actors import Actor
 from review.models import RememberReview
-from review.services import approve_review
-from tests.procs import ROOT, free_port, server_env, wait_for, waiting_reviews
+from review.services import approve_review, submit_review
+from tests.procs import ROOT, free_port, wait_for
+from tests.review.samples import FILES, OUTPUT
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("reviewer_is_workspace_admin")]
 
@@ -61,6 +64,20 @@ def _connections(db_name: str) -> int:
         return int(cursor.fetchone()[0])
 
 
+def _server_env(**extra: str) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "ENGRAM_DB_NAME": connection.settings_dict["NAME"],
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "ENGRAM_TESTING": "0",
+        "HF_HUB_OFFLINE": "1",
+        **extra,
+    }
+    for name in ("DATABASE_URL", "CELERY_BROKER_URL", "ENGRAM_MAX_WAITERS", "WEB_THREADS", "ENGRAM_CONN_MAX_AGE"):
+        env.pop(name, None)
+    return env
+
+
 def _stop(server: subprocess.Popen) -> None:
     if server.poll() is None:
         os.killpg(server.pid, 15)
@@ -74,10 +91,17 @@ def _stop(server: subprocess.Popen) -> None:
 # --- long-polls do not hold the workers ----------------------------------------------------------
 @pytest.mark.django_db(transaction=True)
 def test_sixteen_long_polls_leave_healthz_and_pages_fast_under_the_production_server(world, tmp_path, settings):
-    reviews, cookie = waiting_reviews(world, settings, WAITERS)
+    reviews = [
+        submit_review(agent=world.coder, session_id=f"turn-{i}", output=OUTPUT, files=FILES, repo="web")
+        for i in range(WAITERS)
+    ]
+    settings.SECRET_KEY = secrets.token_urlsafe(64)  # the server's: it signs the reviewer's session
+    browser = Client()
+    browser.force_login(world.reviewer)
+    cookie = {"Cookie": f"sessionid={browser.cookies['sessionid'].value}"}
     port = free_port()
     log = tmp_path / "gunicorn.log"
-    env = server_env(
+    env = _server_env(
         DEBUG="0",
         SECRET_KEY=settings.SECRET_KEY,
         ALLOWED_HOSTS="127.0.0.1",
@@ -203,7 +227,7 @@ def test_runserver_serves_thousands_of_sequential_requests_without_leaking_conne
     server = subprocess.Popen(
         [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
         cwd=ROOT,
-        env=server_env(DEBUG="1", ENGRAM_THROTTLE_RATE="1000000/min", ENGRAM_RECALL_MODE="background"),
+        env=_server_env(DEBUG="1", ENGRAM_THROTTLE_RATE="1000000/min", ENGRAM_RECALL_MODE="background"),
         stdout=log.open("ab"),
         stderr=subprocess.STDOUT,
         start_new_session=True,

@@ -12,6 +12,7 @@ import http.client
 import json
 import math
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -24,12 +25,15 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
+from django.db import connection
+from django.test import Client
 
 from config.nginx import CLIENT_BODY_TIMEOUT, CLIENT_HEADER_TIMEOUT
 from memory.actors import Actor
 from review.models import RememberReview
-from review.services import approve_review
-from tests.procs import ROOT, Redis, free_port, server_env, wait_for, waiting_reviews
+from review.services import approve_review, submit_review
+from tests.procs import ROOT, Redis, free_port, wait_for
+from tests.review.samples import FILES, OUTPUT
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("reviewer_is_workspace_admin")]
 
@@ -199,6 +203,20 @@ def _percentile(values: list[float], share: float) -> float:
     return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
 
 
+def _server_env(**extra: str) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "ENGRAM_DB_NAME": connection.settings_dict["NAME"],
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "ENGRAM_TESTING": "0",
+        "HF_HUB_OFFLINE": "1",
+        **extra,
+    }
+    for name in ("DATABASE_URL", "ENGRAM_MAX_WAITERS", "WEB_THREADS", "ENGRAM_CONN_MAX_AGE"):
+        env.pop(name, None)
+    return env
+
+
 def _stop(server: subprocess.Popen) -> None:
     if server.poll() is None:
         os.killpg(server.pid, signal.SIGTERM)
@@ -211,7 +229,14 @@ def _stop(server: subprocess.Popen) -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_slow_clients_and_long_polls_leave_healthz_fast_behind_nginx_and_are_cut_off(world, tmp_path, settings):
-    reviews, cookie = waiting_reviews(world, settings, WAITERS)
+    reviews = [
+        submit_review(agent=world.coder, session_id=f"turn-{i}", output=OUTPUT, files=FILES, repo="web")
+        for i in range(WAITERS)
+    ]
+    settings.SECRET_KEY = secrets.token_urlsafe(64)  # the server's: it signs the reviewer's session
+    browser = Client()
+    browser.force_login(world.reviewer)
+    cookie = {"Cookie": f"sessionid={browser.cookies['sessionid'].value}"}
     key = world.coder.plain_key
     redis = Redis(tmp_path)
     # Short: gunicorn's socket lives here, and a unix socket's path is at most 107 bytes.
@@ -222,7 +247,7 @@ def test_slow_clients_and_long_polls_leave_healthz_fast_behind_nginx_and_are_cut
     server = subprocess.Popen(
         ["bin/serve-prod"],
         cwd=ROOT,
-        env=server_env(
+        env=_server_env(
             PORT=str(port),
             ENGRAM_SERVE_DIR=str(serve_dir),
             PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "prometheus"),
