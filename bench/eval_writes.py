@@ -2,9 +2,8 @@
 
 For the development pairs of bench/write_pairs.py (all, then author A and author B apart) and for
 the held-out pairs (bench.write_pairs.HELD_OUT_AUTHORS) it prints, for what the write path runs
-(`memory.similarity.classify_many`: the rules, then the pair model's second reading), for the rules
-alone (`classify`) and for the classifier before issue 14 (`classify_pair`, conflict read as
-contradicts and unrelated as separate): the confusion matrix, each class's accuracy, the rates that matter (contradictions
+(`memory.classifier.classify_many`: the rules, then the pair model's second reading) and for the
+rules alone (`classify`): the confusion matrix, each class's accuracy, the rates that matter (contradictions
 swallowed as restatements, restatements and separate facts superseded as contradictions, unsure
 pairs sent to a person), errors per category and the classification latency. Then the
 distinct-statement stream: hundreds of different facts from bench/eval_data.py written one after
@@ -35,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from memory.similarity import NEVER
+from memory.classifier import NEVER
 
 GOLD = ("same", "contradicts", "separate")
 PREDICTED = ("same", "contradicts", "separate", "unsure")
@@ -51,20 +50,22 @@ Classifier = Callable[[str, str, float], str]
 def new_classifier(old: str, new: str, similarity: float) -> str:
     """What the write path runs as configured: the rules (round 2, frozen at sha256 2dd06644…),
     then the pair model's second reading when ENGRAM_PAIR_MODEL is on (the default since round 5)."""
-    from memory.similarity import classify_many
+    from memory import pair_model
+    from memory.classifier import classify_many
 
-    return classify_many([(old, new, similarity)])[0].kind.value
+    return classify_many([(old, new, similarity)], model=pair_model.active())[0].kind.value
 
 
 def _classify_with_model(on: bool, old: str, new: str, similarity: float) -> str:
     from django.conf import settings
 
-    from memory.similarity import classify_many
+    from memory import pair_model
+    from memory.classifier import classify_many
 
     previous = settings.ENGRAM_PAIR_MODEL
     settings.ENGRAM_PAIR_MODEL = on
     try:
-        return classify_many([(old, new, similarity)])[0].kind.value
+        return classify_many([(old, new, similarity)], model=pair_model.active())[0].kind.value
     finally:
         settings.ENGRAM_PAIR_MODEL = previous
 
@@ -79,19 +80,11 @@ def rules_classifier(old: str, new: str, similarity: float) -> str:
     return _classify_with_model(False, old, new, similarity)
 
 
-def old_classifier(old: str, new: str, similarity: float) -> str:
-    from memory.similarity import PairKind, classify_pair
-
-    # the write path called classify_pair(similarity, proposal, live fact)
-    kind = classify_pair(similarity, new, old)
-    return {PairKind.SAME: "same", PairKind.CONFLICT: "contradicts", PairKind.UNRELATED: "separate"}[kind]
-
-
 def forget_readings() -> None:
     """Empty the classifier's cache of read texts, so a timing includes reading both texts."""
-    from memory.similarity import _read
+    from memory import classifier
 
-    _read.cache_clear()
+    classifier.forget_readings()
 
 
 @dataclass
@@ -278,14 +271,13 @@ def print_stream(title: str, result: StreamResult, sentences: Sequence[str], *, 
 
 
 def evaluate(part: str, pairs: Sequence, *, authors: Sequence[str] = ()) -> Scores:
-    """Print the write classifier with and without its second reading, and the old one, on `pairs`,
-    then on each author's pairs apart. Answers the scores of what the write path runs as configured."""
+    """Print the write classifier with and without its second reading on `pairs`, then on each
+    author's pairs apart. Answers the scores of what the write path runs as configured."""
     from django.conf import settings
 
     sims = similarities(pairs)
     rules = score(pairs, sims, rules_classifier)
     rules_warm = score(pairs, sims, rules_classifier, cold=False)
-    old = score(pairs, sims, old_classifier)
     second = score(pairs, sims, pair_model_classifier)
     second_warm = score(pairs, sims, pair_model_classifier, cold=False)
     default = " (the default)"
@@ -296,8 +288,6 @@ def evaluate(part: str, pairs: Sequence, *, authors: Sequence[str] = ()) -> Scor
     print_scores(f"{part}: the rules alone (ENGRAM_PAIR_MODEL=0){'' if on else default}", rules)
     print_errors(rules)
     print_latency(rules, rules_warm)
-    print_scores(f"{part}: classify_pair (old)", old, with_unsure=False)
-    print_errors(old)
     for author in authors:
         mine = [k for k, p in enumerate(pairs) if p.author == author]
         subset, subset_sims = [pairs[k] for k in mine], [sims[k] for k in mine]
@@ -305,11 +295,6 @@ def evaluate(part: str, pairs: Sequence, *, authors: Sequence[str] = ()) -> Scor
         print_scores(f"{part}, author {author.upper()}: rules + second reading", scores)
         print_errors(scores)
         print_scores(f"{part}, author {author.upper()}: the rules alone", score(subset, subset_sims, rules_classifier))
-        print_scores(
-            f"{part}, author {author.upper()}: classify_pair (old)",
-            score(subset, subset_sims, old_classifier),
-            with_unsure=False,
-        )
     return second if on else rules
 
 
@@ -346,7 +331,7 @@ def tune(pairs: Sequence, sims: Sequence[float], probs: np.ndarray) -> tuple:
 
     Each rule verdict's pairs are revised by their own thresholds only, so every part's confusion
     counts (per author) are computed once per grid point and the parts are added up."""
-    from memory.similarity import SecondReading, classify, second_reading
+    from memory.classifier import SecondReading, classify, second_reading
 
     rules = [classify(p.old, p.new, s) for p, s in zip(pairs, sims, strict=True)]
     authors = sorted({p.author for p in pairs})
@@ -439,7 +424,7 @@ def tuning_pairs() -> tuple[list, list[float], np.ndarray]:
 
 
 def run_tune() -> None:
-    from memory.similarity import SECOND_READING, classify, second_reading
+    from memory.classifier import SECOND_READING, classify, second_reading
 
     pairs, sims, probs = tuning_pairs()
     chosen, scores = tune(pairs, sims, probs)
@@ -497,7 +482,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             ("Distinct stream, clauses", stream_clauses()),
         ):
             print_stream(f"{title} (new)", stream(sentences, new_classifier), sentences)
-            print_stream(f"{title} (old)", stream(sentences, old_classifier), sentences, examples=2)
     return 0
 
 

@@ -2,7 +2,7 @@
 
 1. The parsers on their worst known inputs at the largest allowed body (ENGRAM_MAX_BODY_BYTES):
    the remember-review parser (review.parsing) and the API's strict JSON (memory.safe_json).
-2. The write classifier (memory.similarity) on bench/hostile_text.py's corpus — every token class
+2. The write classifier (memory.classifier) on bench/hostile_text.py's corpus — every token class
    its readers know, repeated — at 1,000, 4,000 and 16,000 characters (the maximum fact length):
    the CPU time (time.process_time) of reading each text as a proposal against a topic of facts
    (bench.hostile_text.TOPIC_FACTS and a first proposal of its own class), no reading cached.
@@ -117,7 +117,7 @@ def classifier() -> float:
     with the real cosines of the texts' embeddings; the worst, in seconds."""
     import numpy as np
 
-    from memory import pair_model, similarity
+    from memory import classifier, pair_model
     from memory.embeddings import embed_texts, fact_text
 
     if pair_model.enabled():
@@ -140,9 +140,9 @@ def classifier() -> float:
         for size in hostile_text.SIZES:
             text = corpora[size][label]
             items = [(old, text, float(vectors[old] @ vectors[text])) for old in [*facts, text[1:] + "z"]]
-            similarity._read.cache_clear()
+            classifier.forget_readings()
             started = time.process_time()
-            similarity.classify_many(items, nearest=similarity.NEAREST_FACTS)
+            classifier.classify_many(items, nearest=classifier.NEAREST_FACTS, model=pair_model.active())
             row.append(time.process_time() - started)
         worst = max(worst, *row)
         print(f"  {label:36s}" + "".join(f"{spent * 1000:10.1f}" for spent in row))

@@ -1,5 +1,5 @@
 """The write classifier's worst-case texts (issue 33): every token class the readers of
-memory/similarity.py know, repeated to a given length.
+memory/classifier/ know, repeated to a given length.
 
 A fact may be 16,000 characters long (agents/operations/serializers.py), and a reading that is
 quadratic on repetitive input spent over 24 s of CPU on one such fact ("a a a …", "1,1,1,…",

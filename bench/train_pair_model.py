@@ -6,7 +6,7 @@
 Development pairs: authors A–F and K–N of bench/write_pairs.py (`TRAIN`). The held-out authors
 (`HELD_OUT`) are never read here. `--cv` trains one model per fold of two tuning authors (FOLDS) on
 all the other pairs and predicts that fold's pairs, so every tuning pair gets a probability from a
-model that never saw its author: the thresholds of `memory.similarity.second_reading` are chosen on
+model that never saw its author: the thresholds of `memory.classifier.second_reading` are chosen on
 those (bench.eval_writes --tune), never on held-out pairs. `--cv --fold N` runs one fold (run two
 side by side on two cores; the last one to finish writes the merged file). `--final` trains the
 shipped model the same way on all of TRAIN.
@@ -266,7 +266,12 @@ def main(argv: list[str] | None = None) -> int:
             "lr_layers": LR_LAYERS,
             "lr_head": LR_HEAD,
             "seed": SEED,
+            "max_tokens": pair_model.MAX_TOKENS,
         }
+        # the second reading's thresholds and their history are chosen afterwards (bench.eval_writes
+        # --tune, bench.eval_streams --tune): kept from the card being replaced
+        if pair_model.CARD.exists():
+            card.setdefault("second_reading", json.loads(pair_model.CARD.read_text()).get("second_reading"))
         pair_model.CARD.write_text(json.dumps(card, indent=2) + "\n")
         print(f"wrote {pair_model.WEIGHTS} ({pair_model.WEIGHTS.stat().st_size / 1e6:.1f} MB)")
     if not (args.cv or args.final):

@@ -2,7 +2,8 @@
 
 `DEV`: authors A (bench/write_pairs_a.py: engineering notes) and B (bench/write_pairs_b.py:
 conversations, tickets, runbooks, decisions), 465 pairs: what the rules of
-`memory.similarity.classify` were written against (round 2, frozen at sha256 2dd06644…).
+`memory.classifier.classify` were written against (round 2, then memory/similarity.py, frozen at
+sha256 2dd06644…).
 
 `TRAIN`: authors A to F and K to N, 2,469 pairs — what the second reading (memory/pair_model.py)
 is trained on (bench/train_pair_model.py, round 5). C to F were the held-out authors of round 2,
@@ -22,15 +23,20 @@ the development pairs work without them.
 from __future__ import annotations
 
 import importlib
+import json
+from pathlib import Path
 from typing import NamedTuple
 
 from bench.write_pairs_a import PAIRS as PAIRS_A
 from bench.write_pairs_b import PAIRS as PAIRS_B
 
 LABELS = ("same", "contradicts", "separate")
-TRAIN_AUTHORS = ("a", "b", "c", "d", "e", "f", "k", "l", "m", "n")
+TRAIN_AUTHORS = ("a", "b", "c", "d", "e", "f", "k", "l", "m", "n", "o", "p", "u", "v")
 TUNE_AUTHORS = ("c", "d", "e", "f", "k", "l", "m", "n")
-HELD_OUT_AUTHORS = ("o", "p")
+HELD_OUT_AUTHORS = ("q", "r")
+# Round 6 (issue 34): pairs as data, one JSON object a line (bench/data/writes/pairs_X.jsonl), with
+# the topic of each side and the kind of relation (update, contradiction, restatement, …).
+JSONL = Path(__file__).resolve().parent / "data" / "writes"
 
 
 class Pair(NamedTuple):
@@ -40,6 +46,12 @@ class Pair(NamedTuple):
     label: str
     category: str
     author: str
+    new_topic: str = ""  # the new side's topic when the author gave one ("" = `topic`)
+    kind: str = ""  # update, contradiction, restatement, reported, related, similar, unrelated
+
+    @property
+    def across_topics(self) -> bool:
+        return bool(self.new_topic) and self.new_topic != self.topic
 
 
 class HeldOutMissing(RuntimeError):
@@ -63,6 +75,15 @@ def held_out() -> list[Pair]:
 def _authors(authors: tuple[str, ...]) -> list[Pair]:
     pairs: list[Pair] = []
     for author in authors:
+        if (path := JSONL / f"pairs_{author}.jsonl").exists():
+            for raw in path.read_text().splitlines():
+                if raw.strip():
+                    row = json.loads(raw)
+                    pairs.append(
+                        Pair(row["topic"], row["old"], row["new"], row["label"], row.get("category", ""), author,
+                             row.get("new_topic", ""), row.get("kind", ""))
+                    )  # fmt: skip
+            continue
         name = f"bench.write_pairs_{author}"
         try:
             module = importlib.import_module(name)

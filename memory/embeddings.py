@@ -23,7 +23,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 from django.conf import settings
@@ -307,6 +307,29 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
 def fact_text(topic: str, content: str) -> str:
     """What is embedded for a fact: its topic gives short contents their context."""
     return f"{topic}: {content}" if topic else content
+
+
+class Meaning(NamedTuple):
+    """A statement's two vectors: `stored` (its topic and content, fact_text: what search ranks by)
+    and `content` (the content alone: what the write path finds and reads neighbours by, whatever
+    their topic — issue 34)."""
+
+    stored: list[float]
+    content: list[float]
+
+
+def embed_meanings(
+    items: Sequence[tuple[str, str]], *, batch_size: int | None = None, bulk: bool = False
+) -> list[Meaning]:
+    """The Meaning of each (topic, content), in one call to the encoder."""
+    texts = [fact_text(topic, content) for topic, content in items] + [content for _, content in items]
+    vectors = embed_texts(texts, batch_size=batch_size, bulk=bulk)
+    n = len(items)
+    return [Meaning(vectors[i], vectors[n + i]) for i in range(n)]
+
+
+def embed_meaning(topic: str, content: str) -> Meaning:
+    return embed_meanings([(topic, content)])[0]
 
 
 def chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:

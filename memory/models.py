@@ -271,6 +271,10 @@ class Fact(models.Model):
         db_persist=True,
     )
     embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
+    # What the content alone means (no topic prefix): the write path finds and reads the live facts
+    # a proposal could restate or contradict by it, whatever their topic (issue 34). Written with
+    # `embedding`; null for rows embedded before it existed (the write path then reads `embedding`).
+    content_embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
     embedded_at = models.DateTimeField(null=True, blank=True)
 
     objects = FactQuerySet.as_manager()
@@ -383,6 +387,8 @@ class Conflict(models.Model):
         VERACITY = "veracity", "higher veracity"
         CONFIDENCE = "confidence", "higher confidence"
         RECENCY = "recency", "newer"
+        # The later statement of the same thing replaces the earlier (issue 34): "now 25 minutes".
+        UPDATE = "update", "the later statement (an update)"
         HUMAN = "human", "a person decided"
 
     class Status(models.TextChoices):
@@ -429,7 +435,8 @@ class Conflict(models.Model):
             models.CheckConstraint(condition=~Q(winner=models.F("loser")), name="conflict_two_facts"),
             models.CheckConstraint(condition=~Q(existing=models.F("proposed")), name="conflict_pair_two_facts"),
             models.CheckConstraint(
-                condition=Q(rule__in=["veracity", "confidence", "recency", "human", ""]), name="conflict_rule_valid"
+                condition=Q(rule__in=["veracity", "confidence", "recency", "update", "human", ""]),
+                name="conflict_rule_valid",
             ),
             models.CheckConstraint(
                 condition=Q(status__in=["open", "decided", "dismissed"]), name="conflict_status_valid"
@@ -437,7 +444,7 @@ class Conflict(models.Model):
             # Open: nothing decided yet. Decided: a machine rule or a person's. Dismissed: both true.
             models.CheckConstraint(
                 condition=Q(status="open", resolution="", rule="")
-                | Q(status="decided", resolution="machine", rule__in=["veracity", "confidence", "recency"])
+                | Q(status="decided", resolution="machine", rule__in=["veracity", "confidence", "recency", "update"])
                 | Q(status="decided", resolution__in=["same", "contradicts"], rule="human")
                 | Q(status="dismissed", resolution="both_true", rule="human"),
                 name="conflict_status_resolution_rule",

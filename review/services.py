@@ -34,7 +34,7 @@ from pgvector.django import CosineDistance
 
 from memory.actors import Actor, require_actor
 from memory.audit import record_event
-from memory.embeddings import embed_texts, fact_text
+from memory.embeddings import Meaning, embed_texts, fact_text
 from memory.errors import InsufficientPermission, InvalidInput, StateConflict
 from memory.metrics import observe_review_latency
 from memory.models import Agent, Fact, MemoryDomain, MemoryType, Repo, ValidatedBy, Veracity, Workspace
@@ -404,7 +404,7 @@ def _topic_for(item: ReviewItem, body: str, domain: MemoryDomain | None, vector:
 class _Planned:
     item_id: int
     text: str
-    vector: list[float]
+    vector: Meaning
     topic: str
     layer: str
 
@@ -424,7 +424,8 @@ def _prepare_vectors(review: RememberReview, by: Actor) -> dict[int, _Planned]:
         topics.append(topic)
         if domain is not None:
             embed_live_without_vectors(domain.pk, topic)
-    vectors = embed_texts([fact_text(topic, body) for (_, body), topic in zip(planned, topics, strict=True)])
+    stored = embed_texts([fact_text(topic, body) for (_, body), topic in zip(planned, topics, strict=True)])
+    vectors = [Meaning(s, m) for s, m in zip(stored, meanings, strict=True)]
     read_before_locking(
         [
             ((domain.pk, topic), body, vector)

@@ -15,6 +15,7 @@ import pytest
 from django.db import connection
 
 from memory.actors import Actor
+from memory.embeddings import embed_meaning
 from memory.errors import FactNotLive
 from memory.models import Fact
 from memory.services.facts import FactInput, propose_fact, supersede_fact
@@ -172,7 +173,6 @@ def test_a_worker_killed_while_embedding_leaves_the_task_for_the_next_worker(tmp
 
 @pytest.mark.django_db(transaction=True)
 def test_sixteen_concurrent_proposals_and_supersessions_on_one_topic_keep_the_invariants(world):
-    from memory.embeddings import embed_text, fact_text
 
     propose_fact(
         domain=world.architecture,
@@ -180,7 +180,7 @@ def test_sixteen_concurrent_proposals_and_supersessions_on_one_topic_keep_the_in
         data=FactInput(topic="cache", content="The cache TTL is 60 seconds.", memory_type="convention"),
     )
     same = "The cache TTL is 60 seconds for every service."
-    vector = embed_text(fact_text("cache", same))
+    vector = embed_meaning("cache", same)
     barrier = threading.Barrier(16)
     outcomes: list[str] = []
     errors: list[Exception] = []

@@ -18,6 +18,7 @@ import pytest
 from django.urls import URLPattern, get_resolver
 
 from memory.actors import Actor
+from memory.classifier import Relation, classify
 from memory.embeddings import cosine, embed_text, fact_text
 from memory.errors import InvalidInput, NotFound
 from memory.models import (
@@ -39,7 +40,6 @@ from memory.services.facts import FactInput, propose_fact, supersede_fact
 from memory.services.hot import consolidate, harmonize
 from memory.services.policies import propose_policy
 from memory.services.tenancy import create_domain, set_grant
-from memory.similarity import Relation, classify
 from review.models import RememberReview
 from review.services import approve_review
 from tests.conftest import client_for

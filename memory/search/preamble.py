@@ -5,7 +5,7 @@ at most 5 keyword-matched facts within about 1,200 characters, only for tasks of
 characters, the given repo's facts first; a closing line pointing to search_memory.
 
 A fact that restates one of the policies shown is left out (issue 20; design note 002: "remove
-memory that duplicates rules"): the write classifier (`memory.similarity.classify`, the very
+memory that duplicates rules"): the write classifier (`memory.classifier.classify`, the very
 function that makes a write a re-mention) is asked whether the fact, proposed on its own topic,
 would be the SAME as the policy. The task is never embedded; the policies' vectors are computed
 once per process and rule (they are few and rarely change) and compared with the facts' stored
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memory import embeddings
+from memory.classifier import Relation, classify, normalise
 from memory.models import Fact, MemoryDomain, Policy, Repo, Role
 from memory.recalls import EPISODE_ID_SQL, open_episode, record_recall
 from memory.routing import recall_write
@@ -31,7 +32,6 @@ from memory.search import as_of as as_of_recall
 from memory.search import voices
 from memory.selectors_notes import notes_for
 from memory.services.policies import policy_line
-from memory.similarity import Relation, classify, normalise
 
 if TYPE_CHECKING:
     from memory.models import Agent

@@ -37,15 +37,16 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from memory import access
+from memory import access, pair_model
 from memory.actors import Actor, require_actor
 from memory.audit import record_event
+from memory.classifier import NEAREST_FACTS, Relation, Verdict, classify_many, normalise
 from memory.embeddings import cosine
 from memory.errors import InsufficientPermission, InvalidInput, StateConflict
 from memory.metrics import observe_review_latency
 from memory.models import VERACITY_WEIGHT, Conflict, Episode, Fact, FactMention, FactStatus
 from memory.services.lifecycle import ChallengeReason, challenge_fact
-from memory.similarity import NEAREST_FACTS, Relation, Verdict, classify_many, normalise
+from memory.services.nearby import RELATED_COSINE, content_vector
 
 if TYPE_CHECKING:
     from memory.models import Agent
@@ -55,25 +56,47 @@ if TYPE_CHECKING:
 REMEMBERED_MENTIONS = 500
 
 
-def lock_topic(domain_id: int, topic: str) -> None:
-    """Serialise writers of one domain+topic, even before any row exists to lock."""
+def lock_domain(domain_id: int) -> None:
+    """Serialise the writers of one domain, even before any row exists to lock: a proposal reads
+    the live facts of its whole domain nearest to it (memory.services.nearby), whatever their
+    topic, so two writers of one domain must see each other's facts (issue 34)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"fact-topic:{domain_id}:{topic}"])
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [domain_lock_key(domain_id)])
+
+
+def domain_lock_key(domain_id: int) -> str:
+    return f"fact-domain:{domain_id}"
+
+
+def lock_domains(domain_ids: Iterable[int]) -> None:
+    """lock_domain for several domains, in sorted order: two writers touching the same domains in
+    opposite orders then wait for each other instead of deadlocking. Re-taking a held lock later
+    (propose_fact_locked) is harmless: the session holds it already."""
+    for domain_id in sorted(set(domain_ids)):
+        lock_domain(domain_id)
+
+
+def lock_topic(domain_id: int, topic: str) -> None:
+    """What a write of one domain+topic locks: its whole domain (lock_domain)."""
+    lock_domain(domain_id)
 
 
 def lock_topics(keys: Iterable[tuple[int, str]]) -> None:
-    """lock_topic for several (domain_id, topic) pairs, in sorted order: two writers touching the
-    same topics in opposite orders then wait for each other instead of deadlocking. Re-taking a
-    held lock later (propose_fact_locked) is harmless: the session holds it already."""
-    for domain_id, topic in sorted(set(keys)):
-        lock_topic(domain_id, topic)
+    """lock_topic for several (domain_id, topic) pairs: their domains, in sorted order."""
+    lock_domains(domain_id for domain_id, _ in keys)
 
 
 def decide_winner(new: Fact, old: Fact) -> tuple[Fact, Fact, str]:
-    """Higher veracity, then higher confidence, then newer (observed_at; the proposal on a tie)."""
+    """Higher veracity; then the later statement (observed_at), since of two statements of the same
+    thing the later one is what is current — an update, however often the earlier was repeated
+    (issue 34); then, for two statements of the same moment, higher confidence, then the proposal."""
     new_weight, old_weight = VERACITY_WEIGHT[new.veracity], VERACITY_WEIGHT[old.veracity]
     if new_weight != old_weight:
         return (new, old, Conflict.Rule.VERACITY) if new_weight > old_weight else (old, new, Conflict.Rule.VERACITY)
+    if new.observed_at != old.observed_at:
+        return (
+            (new, old, Conflict.Rule.UPDATE) if new.observed_at > old.observed_at else (old, new, Conflict.Rule.UPDATE)
+        )
     if abs(new.confidence - old.confidence) > 1e-9:
         return (
             (new, old, Conflict.Rule.CONFIDENCE)
@@ -112,18 +135,27 @@ _PRECEDENCE = {Relation.SAME: 0, Relation.CONTRADICTS: 1, Relation.UNSURE: 2}
 
 def compare(content: str, vector: list[float], live: Iterable[Fact]) -> list[Match]:
     """The classifier's verdict of `content` against each live fact (no query): the rules, then
-    the second reading of the pair model (memory.similarity.classify_many)."""
+    the second reading of the pair model (memory.classifier.classify_many). `vector` is the content
+    vector (Meaning.content); a fact is compared by its own (memory.services.nearby.content_vector).
+    A pair less than RELATED_COSINE close is separate without reading."""
     facts = list(live)
     similarities = []
     for fact in facts:
-        if fact.embedding is not None:
-            similarities.append(cosine(vector, list(fact.embedding)))
+        other = content_vector(fact)
+        if other is not None:
+            similarities.append(cosine(vector, other))
         else:
             similarities.append(1.0 if normalise(fact.content) == normalise(content) else 0.0)
-    # the nearest live facts only, whatever the topic's size (issue 33: a bounded cost per proposal)
-    pairs = [(f.content, content, s) for f, s in zip(facts, similarities, strict=True)]
-    verdicts = classify_many(pairs, nearest=NEAREST_FACTS)
+    read = [i for i, s in enumerate(similarities) if s >= RELATED_COSINE]
+    verdicts = [_UNRELATED] * len(facts)
+    # the nearest live facts only, whatever their number (issue 33: a bounded cost per proposal)
+    pairs = [(facts[i].content, content, similarities[i]) for i in read]
+    for i, verdict in zip(read, classify_many(pairs, nearest=NEAREST_FACTS, model=pair_model.active()), strict=True):
+        verdicts[i] = verdict
     return [Match(f, v, s) for f, v, s in zip(facts, verdicts, similarities, strict=True)]
+
+
+_UNRELATED = Verdict(Relation.SEPARATE, "separate: unrelated (far apart in meaning)")
 
 
 def choose(matches: Iterable[Match]) -> Match | None:

@@ -37,7 +37,7 @@ from pgvector.django import CosineDistance
 
 from memory import access
 from memory.actors import Actor, require_actor
-from memory.embeddings import embed_texts, fact_text
+from memory.embeddings import Meaning, embed_meanings, embed_texts
 from memory.errors import InsufficientPermission, InvalidInput
 from memory.models import Episode, Fact, GrantLevel, MemoryDomain, MemoryType, Veracity, Workspace
 from memory.services.conflicts import lock_topics
@@ -205,7 +205,7 @@ def record_meeting_decisions(
     assert day is not None
     domain = check_may_record(workspace=workspace, by=by)
     topics = _topics(domain, decisions, topic)
-    vectors = embed_texts([fact_text(t, d) for t, d in zip(topics, decisions, strict=True)])
+    vectors = embed_meanings(list(zip(topics, decisions, strict=True)))
     if domain is not None:
         embed_live_without_vectors_of((domain.pk, t) for t in topics)
         read_before_locking([((domain.pk, t), d, v) for t, d, v in zip(topics, decisions, vectors, strict=True)])
@@ -223,7 +223,7 @@ def _record_locked(
     day: date,
     decisions: Sequence[str],
     topics: Sequence[str],
-    vectors: Sequence[list[float]],
+    vectors: Sequence[Meaning],
 ) -> MeetingRecord:
     domain = decisions_domain(workspace)
     if domain is None:

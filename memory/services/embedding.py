@@ -9,7 +9,7 @@ from celery import current_app
 from django.db import transaction
 from django.utils import timezone
 
-from memory.embeddings import chunks, embed_texts, fact_text
+from memory.embeddings import chunks, embed_meanings
 from memory.models import Fact
 
 
@@ -18,9 +18,9 @@ def embed_fact(*, fact_id: int) -> bool:
     row = Fact.objects.filter(pk=fact_id, embedding__isnull=True).values("topic", "content").first()
     if row is None:
         return False
-    [vector] = embed_texts([fact_text(row["topic"], row["content"])])
+    [meaning] = embed_meanings([(row["topic"], row["content"])])
     updated = Fact.objects.filter(pk=fact_id, embedding__isnull=True).update(
-        embedding=vector, embedded_at=timezone.now()
+        embedding=meaning.stored, content_embedding=meaning.content, embedded_at=timezone.now()
     )
     return bool(updated)
 
@@ -42,13 +42,14 @@ def embed_missing(
     done = 0
     for batch in chunks(pks, batch_size):
         rows = list(Fact.objects.filter(pk__in=batch).values_list("pk", "topic", "content"))
-        vectors = embed_texts(
-            [fact_text(topic, content) for _, topic, content in rows], batch_size=batch_size, bulk=True
-        )
+        meanings = embed_meanings([(topic, content) for _, topic, content in rows], batch_size=batch_size, bulk=True)
         now = timezone.now()
         with transaction.atomic():
-            objs = [Fact(pk=pk, embedding=vec, embedded_at=now) for (pk, _, _), vec in zip(rows, vectors, strict=True)]
-            Fact.objects.bulk_update(objs, ["embedding", "embedded_at"])
+            objs = [
+                Fact(pk=pk, embedding=m.stored, content_embedding=m.content, embedded_at=now)
+                for (pk, _, _), m in zip(rows, meanings, strict=True)
+            ]
+            Fact.objects.bulk_update(objs, ["embedding", "content_embedding", "embedded_at"])
         done += len(rows)
         if progress:
             progress(len(rows))

@@ -503,11 +503,11 @@ def register_cache(clear: Callable[[], None]) -> None:
 
 def _clear_caches(fact_ids: list[int]) -> None:
     # Imported here: memory.search.preamble imports the services package.
-    from memory import recalls, similarity
+    from memory import classifier, recalls
     from memory.search import preamble, voices
 
     recalls.buffer.forget(fact_ids)
-    similarity._read.cache_clear()
+    classifier.forget_readings()
     with preamble._vectors_lock:
         preamble._vectors_cache.clear()
     voices._stats = None

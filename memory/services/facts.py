@@ -22,7 +22,8 @@ from django.utils import timezone
 
 from memory.actors import Actor, require_actor
 from memory.audit import record_event, record_events
-from memory.embeddings import embed_text, embed_texts, fact_text
+from memory.classifier import Relation
+from memory.embeddings import Meaning, embed_meaning, embed_meanings
 from memory.errors import EngramError, FactNotLive, InvalidInput, NotFound, ProtectedFact, VeracityNotAllowed
 from memory.metrics import count_fact_write
 from memory.models import (
@@ -43,8 +44,9 @@ from memory.services.conflicts import (
     apply_replacement,
     apply_same,
     compare,
+    domain_lock_key,
     follow_successor,
-    lock_topic,
+    lock_domain,
     open_possible_conflict,
     relate,
 )
@@ -54,8 +56,8 @@ from memory.services.conflicts import (
 from memory.services.conflicts import decide_winner as decide_winner
 from memory.services.conflicts import reinforce as reinforce
 from memory.services.embedding import schedule_embedding
+from memory.services.nearby import nearest_live
 from memory.services.tenancy import hidden_domains, require_visible_domain
-from memory.similarity import Relation
 
 TOPIC_MAX = 200
 SESSION_KEY_MAX = 200
@@ -176,7 +178,9 @@ def embed_live_without_vectors(domain_id: int, topic: str) -> None:
 
 
 def embed_live_without_vectors_of(keys: Iterable[tuple[int, str]]) -> None:
-    """embed_live_without_vectors for several (domain id, topic) pairs, in one query."""
+    """embed_live_without_vectors for several (domain id, topic) pairs, in one query: both vectors
+    (Meaning) of the live facts without any. One with a stored vector but no content vector (written
+    before it existed) is compared by its stored one (memory.services.nearby.content_vector)."""
     wanted = set(keys)
     if not wanted:
         return
@@ -189,14 +193,17 @@ def embed_live_without_vectors_of(keys: Iterable[tuple[int, str]]) -> None:
     if not rows:
         return
     now = timezone.now()
-    for (pk, _, _), vector in zip(rows, embed_texts([fact_text(t, c) for _, t, c in rows]), strict=True):
-        Fact.objects.filter(pk=pk, embedding__isnull=True).update(embedding=vector, embedded_at=now)
+    for (pk, _, _), meaning in zip(rows, embed_meanings([(t, c) for _, t, c in rows]), strict=True):
+        Fact.objects.filter(pk=pk, embedding__isnull=True).update(
+            embedding=meaning.stored, content_embedding=meaning.content, embedded_at=now
+        )
 
 
 def propose_fact(
-    *, domain: MemoryDomain, data: FactInput, by: Actor, embedding: list[float] | None = None
+    *, domain: MemoryDomain, data: FactInput, by: Actor, embedding: Meaning | None = None
 ) -> ProposalResult:
-    """Write a fact through conflict detection against the live facts of its domain and topic.
+    """Write a fact through conflict detection against the live facts of its domain nearest to it
+    in meaning, whatever their topic (memory.services.nearby).
 
     Restates a live fact → re-mention (no new row; the text is kept as a mention of it);
     contradicts one → conflict, decided by the rule; cannot tell → a new live fact and an open
@@ -208,32 +215,30 @@ def propose_fact(
     sources or episodes (`unknown_domain` for a domain an agent may not see: a `none` domain reads
     as a missing one); writes nothing then."""
     _check_proposal(domain=domain, data=data, by=by)
-    vector = embedding if embedding is not None else embed_text(fact_text(data.topic, data.content))
+    vector = embedding if embedding is not None else embed_meaning(data.topic, data.content)
     embed_live_without_vectors(domain.pk, data.topic)
     read_before_locking([((domain.pk, data.topic), data.content, vector)])
     return _propose_locked(domain=domain, data=data, by=by, vector=vector)
 
 
-def read_before_locking(items: Sequence[tuple[tuple[int, str], str, list[float]]]) -> None:
-    """Compare each (domain+topic, text, vector) with the live facts of its topic, and with the
-    earlier items of the same topic, before any lock is taken: the pair model's answers stay
-    cached, so the locked step that decides again finds them instead of running the model under
-    the locks. What changed meanwhile is still compared under the locks. Nothing to do when the
-    pair model is off (the rules alone are fast)."""
+def read_before_locking(items: Sequence[tuple[tuple[int, str], str, Meaning]]) -> None:
+    """Compare each (domain+topic, text, vectors) with the live facts of its domain nearest to it,
+    and with the earlier items of the same domain, before any lock is taken: the pair model's
+    answers stay cached, so the locked step that decides again finds them instead of running the
+    model under the locks. What changed meanwhile is still compared under the locks. Nothing to do
+    when the pair model is off (the rules alone are fast)."""
     from memory import pair_model
 
-    keys = {key for key, _, _ in items}
-    if not keys or not pair_model.enabled():
+    if not items or not pair_model.enabled():
         return
-    live: dict[tuple[int, str], list[Fact]] = {key: [] for key in keys}
-    for fact in Fact.objects.live().of_topics(keys).only("pk", "domain_id", "topic", "content", "embedding"):
-        live[(fact.domain_id, fact.topic)].append(fact)
-    for key, content, vector in items:
-        compare(content, vector, live[key])
-        live[key].append(Fact(content=content, embedding=vector))
+    earlier: dict[int, list[Fact]] = {}
+    for (domain_id, _), content, meaning in items:
+        mine = earlier.setdefault(domain_id, [])
+        compare(content, meaning.content, [*nearest_live(domain_id, meaning.content), *mine])
+        mine.append(Fact(content=content, embedding=meaning.stored, content_embedding=meaning.content))
 
 
-def propose_fact_locked(*, domain: MemoryDomain, data: FactInput, by: Actor, vector: list[float]) -> ProposalResult:
+def propose_fact_locked(*, domain: MemoryDomain, data: FactInput, by: Actor, vector: Meaning) -> ProposalResult:
     """propose_fact for a service that holds its own transaction (a promotion, a review's
     approval): the same checks and rules, with the vector computed by the caller before its
     transaction opened, so no model inference runs under the locks. Live facts still without a
@@ -277,7 +282,7 @@ def propose_facts(*, items: Sequence[IngestItem], by: Actor) -> list[ProposalRes
         accepted.append(index)
     if accepted:
         batch = [items[i] for i in accepted]
-        vectors = embed_texts([fact_text(i.data.topic, i.data.content) for i in batch], batch_size=32, bulk=True)
+        vectors = embed_meanings([(i.data.topic, i.data.content) for i in batch], batch_size=32, bulk=True)
         embed_live_without_vectors_of((i.domain.pk, i.data.topic) for i in batch)
         read_before_locking(
             [((i.domain.pk, i.data.topic), i.data.content, v) for i, v in zip(batch, vectors, strict=True)]
@@ -288,13 +293,13 @@ def propose_facts(*, items: Sequence[IngestItem], by: Actor) -> list[ProposalRes
 
 
 @transaction.atomic
-def _propose_locked(*, domain: MemoryDomain, data: FactInput, by: Actor, vector: list[float]) -> ProposalResult:
-    lock_topic(domain.pk, data.topic)
+def _propose_locked(*, domain: MemoryDomain, data: FactInput, by: Actor, vector: Meaning) -> ProposalResult:
+    lock_domain(domain.pk)
     observations = _check_sources(domain.workspace_id, data.source_observation_ids, by)
     episode = _check_episode(domain.workspace_id, data.episode_id, by)
     now = timezone.now()
-    live = list(Fact.objects.select_for_update().filter(domain=domain, topic=data.topic).live().order_by("pk"))
-    match = relate(data.content, vector, live)
+    live = nearest_live(domain.pk, vector.content, lock=True)
+    match = relate(data.content, vector.content, live)
 
     if match is not None and match.kind == Relation.SAME and data.on_restatement != "replace":
         said = Said(data.content, data.veracity, data.observed_at or now, by.agent, by.user, episode)
@@ -349,7 +354,7 @@ def _propose_locked(*, domain: MemoryDomain, data: FactInput, by: Actor, vector:
     )
 
 
-def _new_fact(domain: MemoryDomain, data: FactInput, by: Actor, vector: list[float], now: datetime) -> Fact:
+def _new_fact(domain: MemoryDomain, data: FactInput, by: Actor, vector: Meaning, now: datetime) -> Fact:
     return Fact(
         workspace_id=domain.workspace_id,
         domain=domain,
@@ -363,7 +368,8 @@ def _new_fact(domain: MemoryDomain, data: FactInput, by: Actor, vector: list[flo
         created_at=now,
         last_mentioned_at=now,
         status_changed_at=now,
-        embedding=vector,
+        embedding=vector.stored,
+        content_embedding=vector.content,
         embedded_at=now,
         created_by_agent=by.agent,
         created_by_user=by.user,
@@ -433,7 +439,7 @@ def supersede_fact(*, fact: Fact, by: Actor, content: str, reason: str = "", ver
     """Replace `fact` with a new version; the old row's content is never edited.
 
     Its open possible conflicts follow it to the new version and stay open (follow_successor):
-    under the lock of its domain+topic, which every writer of the topic's facts and conflicts
+    under the lock of its domain, which every writer of the domain's facts and conflicts
     takes first, then the fact, then those conflicts (pk order).
 
     Raises FactNotLive if it was already superseded or retired, InvalidInput for bad content,
@@ -441,7 +447,7 @@ def supersede_fact(*, fact: Fact, by: Actor, content: str, reason: str = "", ver
     by = require_actor(by)
     if by.agent is not None and not Fact.objects.visible_to(by.agent).filter(pk=fact.pk).exists():
         raise NotFound(f"No fact {fact.pk}.", code="fact_not_found")
-    lock_topic(fact.domain_id, fact.topic)  # a fact's domain and topic never change
+    lock_domain(fact.domain_id)  # a fact's domain never changes
     fact = Fact.objects.select_for_update().get(pk=fact.pk)
     if not fact.is_live:
         raise FactNotLive(fact.pk)
@@ -543,7 +549,7 @@ def ingest_facts(
     for workspace_id, episode_id in sorted(episodes):
         _check_episode(workspace_id, episode_id, by)
     batches = [items[i : i + batch_size] for i in range(0, len(items), batch_size)]
-    ready: Queue[tuple[Sequence[IngestItem], list[list[float]]] | BaseException | None] = Queue(maxsize=8)
+    ready: Queue[tuple[Sequence[IngestItem], list[Meaning]] | BaseException | None] = Queue(maxsize=8)
 
     def embedder() -> None:
         # Several batches embedded together sort into similar lengths and pad less; small model
@@ -551,8 +557,8 @@ def ingest_facts(
         try:
             for first in range(0, len(batches), 4):
                 group = batches[first : first + 4]
-                texts = [fact_text(i.data.topic, i.data.content) for batch in group for i in batch]
-                vectors = embed_texts(texts, batch_size=32, bulk=True)
+                items = [(i.data.topic, i.data.content) for batch in group for i in batch]
+                vectors = embed_meanings(items, batch_size=32, bulk=True)
                 for batch in group:
                     ready.put((batch, vectors[: len(batch)]))
                     vectors = vectors[len(batch) :]
@@ -586,27 +592,23 @@ def ingest_facts(
 
 @transaction.atomic
 def _ingest_batch(
-    batch: Sequence[IngestItem], vectors: list[list[float]], by: Actor, *, refusals: bool = False
+    batch: Sequence[IngestItem], vectors: list[Meaning], by: Actor, *, refusals: bool = False
 ) -> list[ProposalResult | EngramError]:
-    """One batch in one transaction: every domain+topic of the batch locked in a stable order
-    (one query), their live facts locked and read (one query), then each item compared in order
-    against them and against the batch's own earlier items. New facts without a match — the
-    common case of an import: separate from every live fact — are inserted together with their
-    audit events (two queries); an item that restates, contradicts or may contradict something
-    takes propose_fact's own path, row by row, in a savepoint. With `refusals`, an EngramError
-    of such an item is its answer (its savepoint undone) instead of undoing the batch."""
-    keys = sorted({(item.domain.pk, item.data.topic) for item in batch})
+    """One batch in one transaction: every domain of the batch locked in a stable order (one
+    query), then each item compared in order against the live facts of its domain nearest to it
+    (memory.services.nearby, locked) and against the batch's own earlier new facts of that domain.
+    New facts without a match — the common case of an import: separate from every live fact — are
+    inserted together with their audit events (two queries); an item that restates, contradicts or
+    may contradict something takes propose_fact's own path, row by row, in a savepoint. With
+    `refusals`, an EngramError of such an item is its answer (its savepoint undone) instead of
+    undoing the batch."""
+    domains = sorted({item.domain.pk for item in batch})
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM unnest(%s::text[]) WITH ORDINALITY AS t(k, n) "
             "ORDER BY n",
-            [[f"fact-topic:{domain_id}:{topic}" for domain_id, topic in keys]],
+            [[domain_lock_key(domain_id) for domain_id in domains]],
         )
-    live: dict[tuple[int, str], list[Fact]] = {key: [] for key in keys}
-    if keys:
-        for fact in Fact.objects.select_for_update().live().of_topics(keys).order_by("pk"):
-            live[(fact.domain_id, fact.topic)].append(fact)
-
     pending: list[Fact] = []
 
     def flush() -> None:
@@ -627,14 +629,15 @@ def _ingest_batch(
     answers: list[ProposalResult | EngramError] = []
     now = timezone.now()
     for item, vector in zip(batch, vectors, strict=True):
-        key = (item.domain.pk, item.data.topic)
         plain = not item.data.source_observation_ids and item.data.episode_id is None
-        if plain and all(m.kind == Relation.SEPARATE for m in compare(item.data.content, vector, live[key])):
-            fact = _new_fact(item.domain, item.data, by, vector, now)
-            pending.append(fact)
-            live[key].append(fact)
-            answers.append(ProposalResult(fact, Outcome.CREATED))
-            continue
+        if plain:
+            unwritten = [fact for fact in pending if fact.domain_id == item.domain.pk]
+            nearby = [*nearest_live(item.domain.pk, vector.content, lock=True), *unwritten]
+            if all(m.kind == Relation.SEPARATE for m in compare(item.data.content, vector.content, nearby)):
+                fact = _new_fact(item.domain, item.data, by, vector, now)
+                pending.append(fact)
+                answers.append(ProposalResult(fact, Outcome.CREATED))
+                continue
         flush()  # what it is compared with must exist in the database
         try:  # _propose_locked is atomic: nested here, a savepoint
             answers.append(_propose_locked(domain=item.domain, data=item.data, by=by, vector=vector))
@@ -642,6 +645,5 @@ def _ingest_batch(
             if not refusals:
                 raise
             answers.append(refused)
-        live[key] = list(Fact.objects.filter(domain_id=key[0], topic=key[1]).live().order_by("pk"))
     flush()
     return answers

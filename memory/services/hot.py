@@ -18,6 +18,7 @@ from django.utils import timezone
 from memory import pair_model
 from memory.actors import Actor
 from memory.audit import record_event
+from memory.classifier import Relation, classify_many
 from memory.embeddings import cosine
 from memory.errors import InvalidInput
 from memory.models import VERACITY_WEIGHT, Fact, FactMention, HotMemory, MemoryDomain
@@ -31,7 +32,6 @@ from memory.services.conflicts import (
 )
 from memory.services.facts import FactInput, Outcome, embed_live_without_vectors, propose_fact
 from memory.services.tenancy import create_domain, require_visible_domain, unknown_domain
-from memory.similarity import Relation, classify_many
 
 if TYPE_CHECKING:
     from memory.models import Agent
@@ -211,7 +211,7 @@ def _read_pairs_before_locking(
             continue
         old, new = orient(a, b)
         items.append((old.content, new.content, cosine(list(a.embedding), list(b.embedding))))
-    classify_many(items)
+    classify_many(items, model=pair_model.active())
 
 
 def merge_near_duplicates(*, domain_id: int, topic: str, by: Actor) -> int:
@@ -233,7 +233,8 @@ def merge_near_duplicates(*, domain_id: int, topic: str, by: Actor) -> int:
             if frozenset((a.pk, b.pk)) in settled:
                 continue
             similarity = cosine(list(a.embedding), list(b.embedding))
-            verdict = classify_many([(a.content, b.content, similarity)])[0]  # a is the older (pk order)
+            # a is the older (pk order)
+            verdict = classify_many([(a.content, b.content, similarity)], model=pair_model.active())[0]
             if verdict.kind != Relation.SAME:
                 continue
             keep, drop = sorted(
@@ -290,7 +291,7 @@ def harmonize(*, agent: Agent, domain: MemoryDomain | None = None) -> Harmonizat
                     continue
                 older, newer = _older_newer(a, b)
                 similarity = cosine(list(a.embedding), list(b.embedding))
-                verdict = classify_many([(older.content, newer.content, similarity)])[0]
+                verdict = classify_many([(older.content, newer.content, similarity)], model=pair_model.active())[0]
                 if verdict.kind == Relation.UNSURE:
                     open_possible_conflict(
                         existing=older,

@@ -23,7 +23,8 @@ from django.utils import timezone
 from memory import access
 from memory.actors import Actor, require_actor
 from memory.audit import record_event
-from memory.embeddings import embed_text, fact_text
+from memory.classifier import Relation
+from memory.embeddings import Meaning, embed_meaning
 from memory.errors import InsufficientPermission, InvalidInput, StateConflict
 from memory.metrics import observe_review_latency
 from memory.models import (
@@ -52,8 +53,8 @@ from memory.services.facts import (
     validate_fact_input,
 )
 from memory.services.lifecycle import ChallengeReason, challenge_fact, revalidate_fact
+from memory.services.nearby import nearest_live
 from memory.services.tenancy import require_visible_domain
-from memory.similarity import Relation
 
 PASSED, FAILED, PENDING = "passed", "failed", "pending"
 GATES = (
@@ -685,7 +686,7 @@ PLAN_ATTEMPTS = 3
 @dataclass(frozen=True)
 class PlannedVector:
     text: str
-    vector: list[float]
+    vector: Meaning
 
 
 class _StaleVector(Exception):
@@ -697,13 +698,13 @@ class _StaleVector(Exception):
 def _plan_vector(candidate: Candidate, text: str) -> PlannedVector:
     """Outside any transaction: embed `text` as the candidate's fact, and give the live facts of
     its topic a vector, so the locked step compares without inference."""
-    vector = embed_text(fact_text(candidate.topic, text))
+    vector = embed_meaning(candidate.topic, text)
     embed_live_without_vectors(candidate.domain_id, candidate.topic)
     read_before_locking([((candidate.domain_id, candidate.topic), text, vector)])
     return PlannedVector(text, vector)
 
 
-def _vector_for(planned: PlannedVector | None, text: str) -> list[float]:
+def _vector_for(planned: PlannedVector | None, text: str) -> Meaning:
     """Under the lock: the planned vector of `text`, else _StaleVector (nothing written yet)."""
     if planned is None or planned.text != text:
         raise _StaleVector(text)
@@ -809,10 +810,11 @@ def restated_fact(candidate: Candidate, text: str | None = None) -> tuple[Fact, 
     classifier's SAME, earlier decisions applied, as the promotion would read it — with the
     similarity; None when it would not re-mention anything. A read (one embedding, no write)."""
     content = text if text is not None else candidate.proposed_memory
-    live = list(Fact.objects.filter(domain_id=candidate.domain_id, topic=candidate.topic).live().order_by("pk"))
+    vector = embed_meaning(candidate.topic, content).content
+    live = nearest_live(candidate.domain_id, vector)
     if not live:
         return None
-    match = relate(content, embed_text(fact_text(candidate.topic, content)), live)
+    match = relate(content, vector, live)
     if match is None or match.kind != Relation.SAME:
         return None
     return match.fact, match.similarity

@@ -3,8 +3,8 @@
 import pytest
 
 from bench import eval_writes
+from memory.classifier import Relation, classify
 from memory.embeddings import cosine, embed_texts
-from memory.similarity import Relation, classify
 
 
 def _classify(old: str, new: str):

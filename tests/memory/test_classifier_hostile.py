@@ -23,16 +23,21 @@ from django.db import connections
 from django.test import Client
 
 from bench.hostile_text import MAX_FACT_CHARS, TOPIC_FACTS, repeated, texts
-from memory import pair_model, similarity
-from memory.similarity import (
-    COMPARE_STEPS,
+from memory import pair_model
+from memory.classifier import (
     NEAREST_FACTS,
-    PROPOSAL_CHARS,
     READ_CHARS,
     Relation,
+    Verdict,
     classify,
     classify_many,
+    normalise,
+    quantities,
+    reading,
 )
+from memory.classifier.reading import COMPARE_STEPS, PROPOSAL_CHARS
+from memory.classifier.second_reading import NOT_READ
+from memory.classifier.verdict import close_spelling
 
 READ_LIMIT_S = 0.25  # one proposal read against a topic's facts, at the maximum fact length
 LINEAR_RATIO = 40  # 16x the text: a linear reader costs ~16x, a quadratic one ~256x
@@ -78,20 +83,20 @@ def read_cold(text: str) -> Callable[[], object]:
     """Read `text` whole (no window), forgetting every earlier reading first."""
 
     def run() -> object:
-        similarity._read.cache_clear()
-        return similarity._read(text)
+        reading.forget_readings()
+        return reading.read(text)
 
     return run
 
 
-def propose(text: str) -> Callable[[], list[similarity.Verdict]]:
+def propose(text: str) -> Callable[[], list[Verdict]]:
     """Classify `text` as the write path does: against the topic's facts and a neighbour of its
     own class (the first proposal), nearest first, with no reading cached."""
     items = [(fact, text, 0.8) for fact in TOPIC_FACTS] + [(neighbour(text), text, 0.95)]
 
-    def run() -> list[similarity.Verdict]:
-        similarity._read.cache_clear()
-        return classify_many(items, nearest=NEAREST_FACTS)
+    def run() -> list[Verdict]:
+        reading.forget_readings()
+        return classify_many(items, nearest=NEAREST_FACTS, model=pair_model.active())
 
     return run
 
@@ -102,14 +107,11 @@ def propose(text: str) -> Callable[[], list[similarity.Verdict]]:
 def _readers() -> dict[str, Callable[[str], object]]:
     prepared = {
         f"quantities: {kind}": (lambda p: lambda t: p.sub("", t.lower()))(pattern)
-        for kind, pattern in similarity._QTY_PATTERNS
+        for kind, pattern in quantities.QTY_PATTERNS
     }
     return {
         "the whole reading": lambda t: read_cold(t)(),  # _prepare, _names, the quantities, the tokens…
-        "salient_tokens": similarity.salient_tokens,
-        "_words": similarity._words,
-        "negated": similarity.negated,
-        "normalise": similarity.normalise,
+        "normalise": normalise,
         **prepared,
     }
 
@@ -132,10 +134,10 @@ def test_every_reader_is_linear_on_the_hostile_corpus(label):
 def test_no_pattern_holds_the_gil_for_long_on_what_it_reads():
     """A regular expression runs in C without releasing the GIL: each pattern's whole pass over a
     text's window (what the write path reads) stays within a few milliseconds, for every text."""
-    patterns = [p for _, p in similarity._QTY_PATTERNS] + [similarity._TOKEN, similarity._RAW_WORD]
+    patterns = [p for _, p in quantities.QTY_PATTERNS] + [reading.TOKEN, reading.RAW_WORD]
     worst = (0.0, "", "")
     for label, text in CORPUS_LARGE.items():
-        window = similarity._window(text).lower()
+        window = reading.window(text).lower()
         for pattern in patterns:
             spent = cpu(lambda: pattern.sub("", window), limit=0.005)  # noqa: B023
             worst = max(worst, (spent, label, pattern.pattern[:40]))
@@ -198,13 +200,13 @@ def test_a_proposal_reads_only_the_nearest_live_facts_of_a_crowded_topic():
     facts = [f"Service s{i} listens on port {8000 + i} and logs to /var/log/s{i}." for i in range(600)]
     items = [(fact, "Service s7 listens on port 9999 and logs to /var/log/s7.", rng.random()) for fact in facts]
     items[7] = (facts[7], items[7][1], 0.99)
-    verdicts = classify_many(items, nearest=NEAREST_FACTS)
-    read = [v for v in verdicts if v is not similarity._NOT_READ]
+    verdicts = classify_many(items, nearest=NEAREST_FACTS, model=pair_model.active())
+    read = [v for v in verdicts if v is not NOT_READ]
     assert len(read) == NEAREST_FACTS
     assert verdicts[7].kind == Relation.CONTRADICTS, verdicts[7]
     nearest = sorted(range(len(items)), key=lambda i: -items[i][2])[:NEAREST_FACTS]
-    assert {i for i, v in enumerate(verdicts) if v is not similarity._NOT_READ} == set(nearest)
-    assert all(v.kind == Relation.SEPARATE for v in verdicts if v is similarity._NOT_READ)
+    assert {i for i, v in enumerate(verdicts) if v is not NOT_READ} == set(nearest)
+    assert all(v.kind == Relation.SEPARATE for v in verdicts if v is NOT_READ)
 
 
 def test_a_proposal_reads_at_most_proposal_chars_of_its_neighbours_windows():
@@ -212,8 +214,8 @@ def test_a_proposal_reads_at_most_proposal_chars_of_its_neighbours_windows():
     costs what reading PROPOSAL_CHARS // READ_CHARS windows costs."""
     text = repeated("every a ", LARGE)
     items = [(repeated(f"w{i} ", LARGE), text, 0.9 - i / 1000) for i in range(NEAREST_FACTS)]
-    verdicts = classify_many(items, nearest=NEAREST_FACTS)
-    read = [i for i, v in enumerate(verdicts) if v is not similarity._NOT_READ]
+    verdicts = classify_many(items, nearest=NEAREST_FACTS, model=pair_model.active())
+    read = [i for i, v in enumerate(verdicts) if v is not NOT_READ]
     assert read == list(range(PROPOSAL_CHARS // READ_CHARS))
 
 
@@ -247,7 +249,7 @@ def test_the_linear_spelling_check_answers_as_the_quadratic_one():
             a[:i] + a[i + 1 :],
             "a" + "".join(rng.choice("ab") for _ in range(8)),
         ):
-            assert similarity._close_spelling(a, b) == quadratic(a, b), (a, b)
+            assert close_spelling(a, b) == quadratic(a, b), (a, b)
 
 
 def test_the_word_before_a_match_is_the_last_word_of_what_precedes_it():
@@ -256,7 +258,7 @@ def test_the_word_before_a_match_is_the_last_word_of_what_precedes_it():
         text = "".join(rng.choice(["a", "b", " ", "\n", "\t", "/", "\x1c"]) for _ in range(rng.randint(0, 12)))
         at = rng.randint(0, len(text))
         words = text[:at].split()
-        assert similarity._word_before(text, at) == (words[-1] if words else "")
+        assert quantities.word_before(text, at) == (words[-1] if words else "")
 
 
 # --- end to end: two hostile proposals over the API ---------------------------------------------
@@ -352,7 +354,7 @@ def test_a_proposal_on_a_topic_of_many_long_hostile_facts_costs_under_a_second(w
     contents = [CORPUS_LARGE[label] for label in labels]
     for content, vector in zip(contents, embed_texts([f"crowded: {c}" for c in contents], bulk=True), strict=True):
         FactFactory(domain=world.architecture, topic="crowded", content=content, embedding=vector)
-    similarity._read.cache_clear()
+    reading.forget_readings()
     body = {
         "domain": "architecture",
         "topic": "crowded",

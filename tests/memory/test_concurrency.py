@@ -3,7 +3,7 @@
 import pytest
 
 from memory.actors import Actor
-from memory.embeddings import embed_text, fact_text
+from memory.embeddings import embed_meaning
 from memory.errors import FactNotLive
 from memory.models import Fact
 from memory.services.facts import FactInput, propose_fact, supersede_fact
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def test_eight_threads_proposing_the_same_fact_leave_one_live_fact_mentioned_eight_times(world):
     content = "Production deploys happen on Tuesdays."
-    vector = embed_text(fact_text("deploys", content))  # the model is not what this test races
+    vector = embed_meaning("deploys", content)  # the model is not what this test races
     data = FactInput(topic="deploys", content=content, memory_type="convention")
     results, errors = race(
         *[lambda: propose_fact(domain=world.architecture, data=data, by=Actor.of_agent(world.coder), embedding=vector)]

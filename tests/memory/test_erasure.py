@@ -307,11 +307,12 @@ def test_an_unknown_domain_agent_or_review_is_refused(world):
 
 
 def test_in_process_caches_forget_the_erased_facts(world, django_capture_on_commit_callbacks):
-    from memory import recalls, similarity
+    from memory import recalls
+    from memory.classifier import reading
     from memory.search import preamble
 
     fact = FactFactory(domain=world.architecture, topic="t", content="Cached words of a secret.")
-    similarity._read(fact.content)
+    reading.read(fact.content)
     preamble._vectors_cache["Cached words of a secret."] = preamble.np.zeros(3)
     recalls.buffer._counts[fact.pk] += 1  # a recall not flushed yet
     with django_capture_on_commit_callbacks(execute=True):
@@ -320,7 +321,7 @@ def test_in_process_caches_forget_the_erased_facts(world, django_capture_on_comm
             reason="r",
             by=Actor.of_user(world.admin_user),
         )
-    assert similarity._read.cache_info().currsize == 0
+    assert reading.read.cache_info().currsize == 0
     assert "Cached words of a secret." not in preamble._vectors_cache
     assert fact.pk not in recalls.buffer._counts
 

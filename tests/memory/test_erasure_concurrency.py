@@ -3,7 +3,7 @@
 import pytest
 
 from memory.actors import Actor
-from memory.embeddings import embed_text, fact_text
+from memory.embeddings import embed_meaning
 from memory.errors import EngramError
 from memory.models import AuditEvent, Fact, FactMention
 from memory.services import erasure
@@ -32,7 +32,7 @@ def test_two_admins_erasing_the_same_fact_leave_one_tombstone(world):
 
 def test_a_re_mention_racing_the_erasure_leaves_no_trace_of_the_text(world):
     content = "Ivy's locker combination is 31-07-22."
-    vector = embed_text(fact_text("lockers", content))
+    vector = embed_meaning("lockers", content)
     data = FactInput(topic="lockers", content=content, memory_type="decision")
     fact = propose_fact(domain=world.architecture, data=data, by=Actor.of_agent(world.coder), embedding=vector).fact
     plan = select_subject(world.workspace, parse_selection({"kind": "ids", "ids": [fact.pk]}))

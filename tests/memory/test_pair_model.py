@@ -15,7 +15,7 @@ from django.db import connection
 
 from memory import pair_model
 from memory.actors import Actor
-from memory.similarity import (
+from memory.classifier import (
     SECOND_READING,
     SEPARATE_COSINE,
     Relation,
@@ -94,7 +94,7 @@ def test_without_the_model_the_rules_decide_alone(monkeypatch, settings):
     calls: list[Any] = []
     monkeypatch.setattr(pair_model, "get", lambda: calls.append(1))
     items = [("Logs are kept for 30 days.", "Logs are kept for 90 days.", 0.93), ("A.", "B.", 0.1)]
-    assert classify_many(items) == [classify(*item) for item in items]
+    assert classify_many(items, model=pair_model.active()) == [classify(*item) for item in items]
     assert calls == []
 
 
@@ -107,7 +107,9 @@ def test_far_apart_pairs_the_rules_call_separate_are_not_read_again(monkeypatch)
 
     monkeypatch.setattr(pair_model, "probabilities", probabilities)
     monkeypatch.setattr(pair_model, "enabled", lambda: True)
-    verdicts = classify_many([("Redis holds the sessions.", "Format Python with Black.", 0.1)])
+    verdicts = classify_many(
+        [("Redis holds the sessions.", "Format Python with Black.", 0.1)], model=pair_model.active()
+    )
     assert verdicts[0].kind == Relation.SEPARATE
     assert asked == []
 

@@ -23,21 +23,16 @@ def propose(world, content, *, topic="deploys", veracity="agent_inferred", agent
 
 
 def test_a_new_fact_is_created_with_the_confidence_of_its_veracity(world):
-    for veracity, expected in [
-        ("human_stated", 1.0),
-        ("agent_inferred", 0.7),
-        ("imported", 0.6),
-        ("tool_generated", 0.5),
+    for veracity, expected, content in [
+        ("human_stated", 1.0, "The deploy checklist lives in the wiki."),
+        ("agent_inferred", 0.7, "Grafana dashboards are provisioned from the ops repository."),
+        ("imported", 0.6, "Invoices are numbered per calendar year."),
+        ("tool_generated", 0.5, "The nightly backup job writes to the cold-storage bucket."),
     ]:
-        result = propose(
-            world,
-            f"Deploy checklist item for {veracity} sources lives in the wiki.",
-            topic=f"t-{veracity}",
-            veracity=veracity,
-        )
+        result = propose(world, content, topic=f"t-{veracity}", veracity=veracity)
         assert result.outcome == "created"
         assert result.fact.confidence == expected
-        assert result.fact.embedding is not None
+        assert result.fact.embedding is not None and result.fact.content_embedding is not None
 
 
 def test_re_mention_raises_confidence_by_the_formula_and_restarts_decay(world):
@@ -85,17 +80,30 @@ def test_a_stronger_newcomer_wins_and_supersedes_the_old_fact(world):
     assert result.conflict.rule == "veracity"
 
 
-def test_equal_veracity_falls_back_to_confidence_then_recency(world):
+def test_equal_veracity_the_later_statement_wins_however_often_the_earlier_was_repeated(world):
     old = propose(world, "Logs are retained for 30 days.", topic="logs").fact
-    Fact.objects.filter(pk=old.pk).update(confidence=0.9)
+    Fact.objects.filter(pk=old.pk).update(confidence=0.9)  # re-mentioned often
     result = propose(world, "Logs are retained for 90 days.", topic="logs")
-    assert result.outcome == "conflict_lost"
-    assert result.conflict.rule == "confidence"
+    assert (result.outcome, result.conflict.rule) == ("conflict_won", "update")
+    assert Fact.objects.get(pk=old.pk).superseded_by_id == result.fact.pk
+    # an imported statement older than the live one does not replace it
+    live = result.fact
+    earlier = live.observed_at - timedelta(days=3)
+    result = propose(world, "Logs are retained for 7 days.", topic="logs", observed_at=earlier)
+    assert (result.outcome, result.conflict.rule) == ("conflict_lost", "update")
+    assert Fact.objects.get(pk=live.pk).superseded_by_id is None
+
+
+def test_statements_of_the_same_moment_fall_back_to_confidence_then_the_proposal(world):
+    moment = timezone.now() - timedelta(hours=1)
+    old = propose(world, "Logs are retained for 30 days.", topic="logs", observed_at=moment).fact
+    Fact.objects.filter(pk=old.pk).update(confidence=0.9)
+    result = propose(world, "Logs are retained for 90 days.", topic="logs", observed_at=moment)
+    assert (result.outcome, result.conflict.rule) == ("conflict_lost", "confidence")
     Fact.objects.filter(topic="logs").update(confidence=0.7)
     live = Fact.objects.get(topic="logs", superseded_by__isnull=True)
-    result = propose(world, "Logs are retained for 7 days.", topic="logs")
-    assert result.conflict.rule == "recency"
-    assert result.outcome == "conflict_won"
+    result = propose(world, "Logs are retained for 7 days.", topic="logs", observed_at=moment)
+    assert (result.outcome, result.conflict.rule) == ("conflict_won", "recency")
     assert Fact.objects.get(pk=live.pk).superseded_by_id == result.fact.pk
 
 

@@ -1,5 +1,5 @@
 """What a write means (issue 14): restatement, contradiction, separate or unsure — and nothing said
-is lost. Real PostgreSQL and the real model; the relations come from memory.similarity.classify."""
+is lost. Real PostgreSQL and the real model; the relations come from memory.classifier.classify."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from guardian.shortcuts import assign_perm
 
 from memory.actors import Actor
-from memory.embeddings import embed_texts, fact_text
+from memory.embeddings import embed_meanings, embed_texts, fact_text
 from memory.errors import InsufficientPermission, InvalidInput, StateConflict
 from memory.models import AuditEvent, Conflict, Fact, FactMention
 from memory.selectors import fact_history
@@ -351,7 +351,7 @@ def test_a_stream_of_distinct_statements_on_one_topic_is_neither_merged_nor_supe
     sentences = stream_sentences()
     assert len(sentences) >= 200 and len(set(sentences)) == len(sentences)
     topic = "conversation"
-    vectors = embed_texts([fact_text(topic, s) for s in sentences], bulk=True)
+    vectors = embed_meanings([(topic, s) for s in sentences], bulk=True)
     outcomes: dict[str, int] = {}
     by = Actor.of_agent(world.coder)
     for text, vector in zip(sentences, vectors, strict=True):

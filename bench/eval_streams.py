@@ -1,0 +1,257 @@
+"""Write streams through the real write path (issue 34): what people pay, and what the machine knows.
+
+A stream (bench/data/writes/stream_*.jsonl) is what an agent stores over weeks or months, one
+statement a line, in order: mostly distinct statements, with restatements, updates and
+contradictions of earlier lines (`role`, `of`), under the topics a tagging agent would set. Each
+stream is proposed line by line through `memory.services.facts.propose_fact` (its embedding
+computed beforehand in one batch, as an agent's runtime would have it) into a domain of its own, in
+a database of its own (ENGRAM_DB_NAME=engram_eval_streams, recreated), with the line's
+`observed_at`. Printed per stream:
+
+- person decisions per 100 writes (the possible conflicts opened) and the share of them that were
+  real (an update or a contradiction asked about the statement it updates or contradicts);
+- updates recognised: the statement it replaces is superseded by it (or the two are asked about);
+- contradictions caught (superseded either way, or asked) and missed;
+- restatements merged (re-mentioned into the fact they restate), asked, superseded, missed;
+- distinct statements merged, superseded or asked about (each is a wrong outcome);
+- writes per second (embeddings excluded).
+
+`of` points to the line whose value a line restates, updates or contradicts; lines linked by `of`
+form one attribute's chain, and a pair inside one chain is the real relation.
+
+    python -m bench.eval_streams [--part tune|held-out|all] [--stream NAME ...]
+
+The tuning streams (author W) are what the write path's choices are made on; the held-out streams
+(authors S and T) are scored once per frozen design.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("ENGRAM_DB_NAME", "engram_eval_streams")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+DATA = ROOT / "bench" / "data" / "writes"
+TUNE = ("w_mixed", "w_distinct")
+HELD_OUT = ("s_chat", "s_distinct", "t_team", "t_personal")
+ROLES = ("distinct", "restatement", "update", "contradiction")
+
+
+@dataclass(frozen=True)
+class Line:
+    i: int
+    observed_at: datetime
+    topic: str
+    content: str
+    role: str
+    of: int | None
+
+
+def load(name: str) -> list[Line]:
+    """One stream's lines, checked: sequential, `of` earlier, a known role."""
+    lines = []
+    for n, raw in enumerate((DATA / f"stream_{name}.jsonl").read_text().splitlines()):
+        if not raw.strip():
+            continue
+        row = json.loads(raw)
+        line = Line(
+            int(row["i"]),
+            datetime.fromisoformat(row["observed_at"].replace("Z", "+00:00")),
+            str(row["topic"]).strip()[:200] or "notes",
+            str(row["content"]).strip(),
+            row["role"],
+            None if row.get("of") is None else int(row["of"]),
+        )
+        if line.i != len(lines) or line.role not in ROLES or (line.of is not None and not 0 <= line.of < line.i):
+            raise SystemExit(f"stream_{name}.jsonl line {n + 1}: bad i, role or of")
+        if (line.role == "distinct") != (line.of is None):
+            raise SystemExit(f"stream_{name}.jsonl line {n + 1}: `of` is for restatements, updates, contradictions")
+        lines.append(line)
+    return lines
+
+
+class Chains:
+    """Union-find over `of` links: the lines that state one attribute."""
+
+    def __init__(self, lines: list[Line]) -> None:
+        self.parent = list(range(len(lines)))
+        for line in lines:
+            if line.of is not None:
+                self.parent[self.find(line.i)] = self.find(line.of)
+
+    def find(self, i: int) -> int:
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]
+            i = self.parent[i]
+        return i
+
+    def same(self, a: int, b: int) -> bool:
+        return self.find(a) == self.find(b)
+
+
+@dataclass
+class StreamScore:
+    name: str
+    writes: int = 0
+    seconds: float = 0.0
+    decisions: int = 0
+    real_decisions: int = 0
+    outcomes: Counter[tuple[str, str]] = field(default_factory=Counter)  # (role, what happened)
+    examples: list[str] = field(default_factory=list)
+
+    def per_100(self, n: int) -> float:
+        return 100.0 * n / max(self.writes, 1)
+
+    def share(self, role: str, *whats: str) -> tuple[int, int]:
+        total = sum(n for (r, _), n in self.outcomes.items() if r == role)
+        return sum(self.outcomes[(role, w)] for w in whats), total
+
+
+def run_stream(name: str, lines: list[Line], workspace, agent) -> StreamScore:
+    from memory.actors import Actor
+    from memory.embeddings import embed_meanings
+    from memory.models import Fact
+    from memory.services.facts import FactInput, propose_fact
+    from memory.services.tenancy import create_domain
+
+    by = Actor.of_agent(agent)
+    domain = create_domain(workspace=workspace, name=f"s-{name}", by=Actor.system("eval"))
+    meanings = embed_meanings([(line.topic, line.content) for line in lines], batch_size=32, bulk=True)
+    chains = Chains(lines)
+    fact_of: dict[int, int] = {}  # line → the fact that holds what it said
+    origin: dict[int, int] = {}  # fact → the line that created it
+    score = StreamScore(name, writes=len(lines))
+    began = time.perf_counter()
+    for line, meaning in zip(lines, meanings, strict=True):
+        result = propose_fact(
+            domain=domain,
+            data=FactInput(
+                topic=line.topic, content=line.content, memory_type="observation", observed_at=line.observed_at
+            ),
+            by=by,
+            embedding=meaning,
+        )
+        fact_of[line.i] = result.fact.pk
+        origin.setdefault(result.fact.pk, line.i)
+        other = origin.get(result.compared_with) if result.compared_with else None
+        related = other is not None and chains.same(other, line.i)
+        outcome = result.outcome
+        if outcome == "possible_conflict":
+            score.decisions += 1
+            real = related and line.role in ("update", "contradiction")
+            score.real_decisions += real
+            if not real and len(score.examples) < 6:
+                score.examples.append(
+                    f"asked ({line.role}): {lines[other].content[:90]!r} / {line.content[:90]!r}"
+                    if other is not None
+                    else ""
+                )
+        if line.role == "distinct":
+            what = {"created": "created", "re_mentioned": "merged", "possible_conflict": "asked"}.get(
+                outcome, "superseded"
+            )
+        elif line.role == "restatement":
+            what = (
+                "merged" if outcome == "re_mentioned" and related
+                else "asked" if outcome == "possible_conflict" and related
+                else "superseded" if outcome in ("conflict_won", "conflict_lost") and related
+                else "missed"
+            )  # fmt: skip
+        else:  # update, contradiction
+            target = fact_of.get(line.of) if line.of is not None else None
+            replaced = (
+                target is not None
+                and not Fact.objects.filter(pk=target).live().exists()
+                and Fact.objects.filter(pk=result.fact.pk).live().exists()
+            )
+            what = (
+                "superseded" if replaced
+                else "asked" if outcome == "possible_conflict" and related
+                else "lost" if outcome == "conflict_lost" and related  # the older value stays current
+                else "merged" if outcome == "re_mentioned" and related  # swallowed as a restatement
+                else "missed"
+            )  # fmt: skip
+        score.outcomes[(line.role, what)] += 1
+    score.seconds = time.perf_counter() - began
+    return score
+
+
+def _pct(n: int, total: int) -> str:
+    return f"{n}/{total} ({100.0 * n / max(total, 1):.0f} %)"
+
+
+def report(score: StreamScore) -> None:
+    print(f"\n## stream {score.name}: {score.writes} writes, {score.writes / max(score.seconds, 1e-9):.1f} writes/s")
+    print(
+        f"person decisions: {score.decisions} = {score.per_100(score.decisions):.1f} per 100 writes; "
+        f"real: {_pct(score.real_decisions, score.decisions)}"
+    )
+    for role in ROLES:
+        total = sum(n for (r, _), n in score.outcomes.items() if r == role)
+        if total:
+            parts = ", ".join(f"{w} {n}" for (r, w), n in sorted(score.outcomes.items()) if r == role)
+            print(f"{role:>13}: {total:4d}  {parts}")
+    up, n_up = score.share("update", "superseded")
+    co, n_co = score.share("contradiction", "superseded", "asked", "lost")
+    re, n_re = score.share("restatement", "merged")
+    di, n_di = score.share("distinct", "asked")
+    print(
+        f"updates recognised {_pct(up, n_up)}; contradictions caught {_pct(co, n_co)}; "
+        f"restatements merged {_pct(re, n_re)}; distinct asked {_pct(di, n_di)}"
+    )
+    for example in filter(None, score.examples):
+        print("   ", example)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--part", choices=("tune", "held-out", "all"), default="all")
+    parser.add_argument("--stream", nargs="*", default=None)
+    args = parser.parse_args(argv)
+    names = args.stream or {"tune": TUNE, "held-out": HELD_OUT, "all": TUNE + HELD_OUT}[args.part]
+    names = [n for n in names if (DATA / f"stream_{n}.jsonl").exists()]
+    if not names:
+        print("no stream files", file=sys.stderr)
+        return 1
+
+    import django
+
+    django.setup()
+    from agents.services import create_agent
+    from bench.common import recreate_database
+    from memory.actors import Actor
+    from memory.services.tenancy import get_or_create_role, get_or_create_workspace
+
+    recreate_database()
+    by = Actor.system("eval")
+    workspace = get_or_create_workspace(slug="streams", name="Write streams", by=by)
+    role = get_or_create_role(workspace=workspace, name="assistant", by=by)
+    agent, _ = create_agent(workspace=workspace, name="stream-agent", role=role, by=by)
+    total = StreamScore("all")
+    for name in names:
+        score = run_stream(name, load(name), workspace, agent)
+        report(score)
+        total.writes += score.writes
+        total.decisions += score.decisions
+        total.real_decisions += score.real_decisions
+        total.outcomes.update(score.outcomes)
+        total.seconds += score.seconds
+    if len(names) > 1:
+        report(total)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

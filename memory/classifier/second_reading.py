@@ -1,0 +1,149 @@
+"""The second reading of a write (issue 14, rounds 3–5): a pair model's probabilities revise the
+rules' verdicts under tuned thresholds.
+
+The package does not load the model: `classify_many(…, model=…)` is given something that maps
+(old, new) pairs to p(same), p(contradicts), p(separate) — memory.pair_model.active() on the write
+path, None for the rules alone. The thresholds ship with the model, in its card
+(memory/data/pair_model.json, "second_reading": the values and how each round chose them).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from memory.classifier.reading import COMPARE_STEPS, PROPOSAL_CHARS, PROPOSAL_STEPS, READ_CHARS, Budget, normalise
+from memory.classifier.verdict import SEPARATE_COSINE, Relation, Verdict, classify_bounded
+
+# What gives the pair model's p(same), p(contradicts), p(separate) for each (old, new) pair.
+PairProbabilities = Callable[[Sequence[tuple[str, str]]], Iterable[Sequence[float]]]
+# The pair model's card, which holds the thresholds chosen for it (memory.pair_model.CARD).
+CARD = Path(__file__).resolve().parent.parent / "data" / "pair_model.json"
+
+
+@dataclass(frozen=True)
+class SecondReading:
+    """When the pair model (memory/pair_model.py) overrides the rules. Probabilities are the
+    model's p(same), p(contradicts), p(separate) for (old, new); a threshold above 1 never fires.
+
+    - the rules say SAME, the model p(contradicts) ≥ `doubt_same` → UNSURE (never swallow);
+    - the rules say CONTRADICTS, the model p(same) ≥ `doubt_contradicts` → UNSURE (never supersede a
+      restatement);
+    - the rules are UNSURE: p(same) ≥ `settle_same` → SAME, else p(contradicts) ≥ `settle_contradicts`
+      → CONTRADICTS, else p(separate) ≥ `settle_separate` → SEPARATE, else UNSURE;
+    - the rules say SEPARATE (cosine ≥ SEPARATE_COSINE), p(contradicts) ≥ `doubt_separate` → UNSURE.
+
+    Chosen by `python -m bench.eval_writes --tune` on out-of-author predictions of the
+    development pairs (bench/train_pair_model.py --cv), never on held-out pairs; the shipped ones
+    and the history of their rounds are in the model's card (`shipped_thresholds`)."""
+
+    doubt_same: float
+    doubt_contradicts: float
+    settle_same: float
+    settle_contradicts: float
+    settle_separate: float
+    doubt_separate: float
+
+    @classmethod
+    def never(cls) -> SecondReading:
+        """Thresholds that never fire (all above 1): the rules' verdicts stand unchanged."""
+        return cls(*(NEVER,) * len(fields(cls)))
+
+
+NEVER = 2.0  # a threshold no probability reaches
+
+
+def shipped_thresholds(card: Path = CARD) -> SecondReading:
+    """The thresholds of the card's "second_reading" (a value "never": NEVER); the card's "history"
+    says when and on what each round chose them."""
+    values = json.loads(card.read_text(encoding="utf-8"))["second_reading"]["thresholds"]
+    return SecondReading(
+        **{f.name: NEVER if values[f.name] == "never" else float(values[f.name]) for f in fields(SecondReading)}
+    )
+
+
+SECOND_READING = shipped_thresholds()
+
+
+def second_reading(verdict: Verdict, p: tuple[float, float, float], similarity: float, t: SecondReading) -> Verdict:
+    """The rules' verdict, revised by the pair model's probabilities under thresholds `t`."""
+    same, contradicts, separate = p
+    kind = verdict.kind
+    if kind == Relation.SAME and contradicts >= t.doubt_same:
+        return Verdict(
+            Relation.UNSURE, f"unsure: reads alike, but may contradict ({verdict.reason.split(': ', 1)[-1]})"
+        )
+    if kind == Relation.CONTRADICTS and same >= t.doubt_contradicts:
+        return Verdict(Relation.UNSURE, f"unsure: may say the same ({verdict.reason.split(': ', 1)[-1]})")
+    if kind == Relation.UNSURE:
+        detail = verdict.reason.split(": ", 1)[-1]
+        if same >= t.settle_same:
+            return Verdict(Relation.SAME, f"same meaning: read together ({detail})")
+        if contradicts >= t.settle_contradicts:
+            return Verdict(Relation.CONTRADICTS, f"contradicts: read together ({detail})")
+        if separate >= t.settle_separate:
+            return Verdict(Relation.SEPARATE, f"separate: read together, different claims ({detail})")
+    if kind == Relation.SEPARATE and similarity >= SEPARATE_COSINE and contradicts >= t.doubt_separate:
+        return Verdict(Relation.UNSURE, f"unsure: may contradict ({verdict.reason.split(': ', 1)[-1]})")
+    return verdict
+
+
+# What a proposal's pairs beyond its `nearest` closest facts are (classify_many).
+NOT_READ = Verdict(Relation.SEPARATE, "separate: not read (the proposal read nearer live facts of the topic)")
+
+
+def _asks_model(verdict: Verdict, similarity: float, old: str, new: str) -> bool:
+    """Whether the second reading may revise the rules' verdict: not for far-apart pairs the rules
+    call separate, nor for the same text up to case, spacing and punctuation (the pair model
+    once read "deploys ship every tuesday after the standup" as contradicting its capitalised,
+    full-stopped original)."""
+    if verdict.kind == Relation.SEPARATE and similarity < SEPARATE_COSINE:
+        return False
+    return normalise(old) != normalise(new)
+
+
+def classify_many(
+    items: list[tuple[str, str, float]], *, nearest: int | None = None, model: PairProbabilities | None = None
+) -> list[Verdict]:
+    """`classify` for each (old, new, cosine), then the second reading for the pairs it may revise
+    (one batch through `model`: memory.pair_model.active()). The rules alone when `model` is None.
+
+    `nearest` (the write path: NEAREST_FACTS) bounds what one proposal costs: of the pairs
+    sharing a `new` text, only the `nearest` closest by cosine are read, nearest first, as long
+    as their windows fit in PROPOSAL_CHARS, sharing PROPOSAL_STEPS; the others are separate, not
+    read."""
+    verdicts: list[Verdict] = [NOT_READ] * len(items)
+    whole = [False] * len(items)
+    if nearest is None:
+        for i, (old, new, similarity) in enumerate(items):
+            verdicts[i], whole[i] = classify_bounded(old, new, similarity, Budget(COMPARE_STEPS))
+    else:
+        proposals: dict[str, list[int]] = {}
+        for i, (_, new, _) in enumerate(items):
+            proposals.setdefault(new, []).append(i)
+        for indices in proposals.values():
+            left, chars = PROPOSAL_STEPS, PROPOSAL_CHARS
+            for i in sorted(indices, key=lambda i: -items[i][2])[:nearest]:
+                old, new, similarity = items[i]
+                read = min(len(old), READ_CHARS)
+                if read > chars:
+                    continue
+                chars -= read
+                budget = Budget(min(COMPARE_STEPS, left))
+                verdicts[i], whole[i] = classify_bounded(old, new, similarity, budget)
+                left -= min(COMPARE_STEPS, left) - max(budget.left, 0)
+    if model is None:
+        return verdicts
+    asked = [
+        i
+        for i, (v, (old, new, s)) in enumerate(zip(verdicts, items, strict=True))
+        if whole[i] and _asks_model(v, s, old, new)
+    ]
+    if not asked:
+        return verdicts
+    probs = model([(items[i][0], items[i][1]) for i in asked])
+    for i, p in zip(asked, probs, strict=True):
+        verdicts[i] = second_reading(verdicts[i], (float(p[0]), float(p[1]), float(p[2])), items[i][2], SECOND_READING)
+    return verdicts
