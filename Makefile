@@ -22,7 +22,7 @@ help:
 	@echo "make test   lint (ruff, mypy, import contracts) then the whole test suite on real PostgreSQL"
 	@echo "make bench  recall and ingest benchmarks (not part of make test)"
 	@echo "make eval   recall quality (recall@10, nDCG@10) on the tuning set, then the held-out sets"
-	@echo "make eval-writes  the write classifier on labelled pairs: same / contradicts / separate / unsure"
+	@echo "make eval-writes  the write classifier on labelled pairs, then write streams through the write path (decisions per 100 writes)"
 	@echo "make serve-prod  nginx in front of gunicorn, Celery worker and beat on Redis (production shape)"
 	@echo "make load   50 simulated agents for 60 s against gunicorn: p50/p95/p99 per endpoint"
 	@echo "make stop   stop the embedded PostgreSQL"
@@ -87,4 +87,5 @@ eval: install
 	done; exit $$status
 
 eval-writes: install
-	@$(PY) -m bench.eval_writes $(EVAL_WRITES_ARGS)
+	@status=0; $(PY) -m bench.eval_writes $(EVAL_WRITES_ARGS) || status=1; \
+	$(PY) -m bench.eval_streams $(EVAL_STREAMS_ARGS) || status=1; exit $$status

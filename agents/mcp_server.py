@@ -528,9 +528,10 @@ def build_server(key: str, *, site_url: str = "") -> MCPServer:
         session_key: str | None = None,
     ) -> CallToolResult:
         """Propose a fact. Stating a known fact again re-mentions it (your words are kept as a
-        mention); a contradiction on the same domain+topic is resolved (higher veracity, then
-        confidence, then newer wins) and recorded; when the wording cannot tell, both facts stay
-        live and a person decides. veracity: agent_inferred (default), tool_generated or imported.
+        mention); a contradiction of a live fact of the domain (the nearest in meaning, whatever
+        their topic) is resolved (higher veracity, then the later statement — an update — wins)
+        and recorded; when the wording cannot tell, or a contradiction under another topic does
+        not announce an update ("now", "switched to"), both facts stay live and a person decides. veracity: agent_inferred (default), tool_generated or imported.
         observed_at: when it was true (default now; never in the future). episode_id: an episode
         you opened (your preamble, search or memory run). session_key: a session key (≤ 200
         characters) to find this session's facts again (search_memory's `session_key`). Answers the

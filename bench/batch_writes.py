@@ -116,13 +116,73 @@ def load_average() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+TOPIC_SIZE = int(os.environ.get("BENCH_TOPIC_FACTS", "1000"))
+TOPIC_PROBES = int(os.environ.get("BENCH_TOPIC_PROBES", "40"))
+
+
+def p50(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2] * 1000
+
+
+def timed_proposals(key: str, facts: list[corpus.GeneratedFact], **where: str) -> list[float]:
+    """Each fact proposed alone (POST facts/) with `where` (domain, topic) overriding its own."""
+    seconds = []
+    for fact in facts:
+        body = {**body_of(fact), "repo": None, **where}
+        began = time.monotonic()
+        status, answer = post("/api/v1/facts/", body, key)
+        seconds.append(time.monotonic() - began)
+        if status != 201:
+            raise RuntimeError(f"facts/ answered {status}: {answer}")
+    return seconds
+
+
+def topic_cost(key: str, pool: list[corpus.GeneratedFact]) -> None:
+    """Issue 34: what a proposal costs does not grow with its topic. TOPIC_SIZE distinct statements
+    are written into one topic through POST facts/batch/ (facts/s: the target is ≥ 30 for 300),
+    then TOPIC_PROBES further statements are proposed one by one into that topic and as many into
+    an empty topic of an empty domain: p50 over HTTP, and their ratio (the target is ≤ 2)."""
+    fill, probes = pool[:TOPIC_SIZE], pool[TOPIC_SIZE : TOPIC_SIZE + 2 * TOPIC_PROBES]
+    began = time.monotonic()
+    outcomes: Counter[str] = Counter()
+    for first in range(0, len(fill), BATCH):
+        items = [
+            {**body_of(f), "repo": None, "domain": "architecture", "topic": "one-busy-topic"}
+            for f in fill[first : first + BATCH]
+        ]
+        status, answer = post("/api/v1/facts/batch/", {"items": items}, key)
+        if status != 200:
+            raise RuntimeError(f"facts/batch/ answered {status}: {answer}")
+        for result in answer["results"]:
+            outcomes[result["outcome"] if result["status"] == 201 else result["error"]["code"]] += 1
+        if first + BATCH == 300:
+            print(
+                f"300 distinct statements into one topic (POST facts/batch/): {300 / (time.monotonic() - began):.1f} facts/s",
+                flush=True,
+            )
+    print(
+        f"{len(fill)} statements into one topic: {len(fill) / (time.monotonic() - began):.1f} facts/s {dict(outcomes)}"
+    )
+    busy = timed_proposals(key, probes[:TOPIC_PROBES], domain="architecture", topic="one-busy-topic")
+    empty = timed_proposals(key, probes[TOPIC_PROBES:], domain="empty-domain", topic="empty-topic")
+    print(
+        f"a proposal into a topic of {len(fill)} live facts: p50 {p50(busy):.1f} ms; into an empty topic of an empty "
+        f"domain: p50 {p50(empty):.1f} ms; ratio {p50(busy) / p50(empty):.2f} (target ≤ 2)"
+    )
+
+
 def main() -> None:
     print(
         f"batch writes: one client, gunicorn {os.environ['BENCH_WORKERS']} worker(s); {BATCH_FACTS} facts in "
         f"batches of {BATCH} vs {SINGLE_FACTS} one by one",
         flush=True,
     )
-    key, _ = setup()
+    key, ctx = setup()
+    from memory.actors import Actor
+    from memory.services.tenancy import create_domain
+
+    create_domain(workspace=ctx["workspace"], name="empty-domain", by=Actor.system("bench"))
     pool = list(corpus.facts(BATCH_FACTS + SINGLE_FACTS + 40))
     warm, single, batch = pool[:40], pool[40 : 40 + SINGLE_FACTS], pool[40 + SINGLE_FACTS :]
     proc = start_server()
@@ -135,6 +195,7 @@ def main() -> None:
         with CpuUse() as batch_cpu:
             batch_rate, batch_outcomes = batched(key, batch)
         batch_load = load_average()
+        topic_cost(key, list(corpus.facts(TOPIC_SIZE + 2 * TOPIC_PROBES, start=BATCH_FACTS + SINGLE_FACTS + 40)))
     finally:
         stop_server(proc)
     # The load average after each run: the figures are only comparable on an equally busy machine.

@@ -135,6 +135,19 @@ def similarities(pairs: Sequence) -> list[float]:
     return [float(vectors[2 * i] @ vectors[2 * i + 1]) for i in range(len(pairs))]
 
 
+def as_written(pair, similarity: float, predicted: str) -> str:
+    """What the write path makes of a verdict (memory.services.conflicts.compare and relate): a pair
+    less than RELATED_COSINE apart is never read (separate); a contradiction of a fact filed under
+    another topic is asked about unless the new text announces an update."""
+    from memory.classifier import RELATED_COSINE, announces_update
+
+    if similarity < RELATED_COSINE:
+        return "separate"
+    if predicted == "contradicts" and getattr(pair, "across_topics", False) and not announces_update(pair.new):
+        return "unsure"
+    return predicted
+
+
 def score(pairs: Sequence, sims: Sequence[float], classifier: Classifier, *, cold: bool = True) -> Scores:
     """Classify every pair; `cold` times reading both texts, else both are read beforehand."""
     scores = Scores()
@@ -145,7 +158,7 @@ def score(pairs: Sequence, sims: Sequence[float], classifier: Classifier, *, col
         if cold:
             forget_readings()
         started = time.perf_counter()
-        predicted = classifier(pair.old, pair.new, similarity)
+        predicted = as_written(pair, similarity, classifier(pair.old, pair.new, similarity))
         scores.seconds.append(time.perf_counter() - started)
         scores.confusion[(pair.label, predicted)] += 1
         if predicted != pair.label:
@@ -232,6 +245,11 @@ def print_scores(title: str, scores: Scores, *, with_unsure: bool = True) -> Non
         f" · separate superseded (→ contradicts) {_pct(scores.separate_superseded)}"
         f" ({scores.confusion[('separate', 'contradicts')]})"
         + (f" · unsure {_pct(scores.unsure)}" if with_unsure else "")
+    )
+    caught = scores.rate("contradicts", "contradicts") + scores.rate("contradicts", "unsure")
+    print(
+        f"  contradictions caught (superseded or asked) {_pct(caught)} · restatements merged"
+        f" {_pct(scores.rate('same', 'same'))} · separate statements superseded {_pct(scores.separate_superseded)}"
     )
 
 

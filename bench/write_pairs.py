@@ -14,16 +14,23 @@ becoming training data.
 (`python -m bench.eval_writes --tune`), each with a probability from a model trained without its
 two-author fold. A and B, the rules' own development pairs, are never tuned on.
 
-`HELD_OUT`: authors O and P (bench/write_pairs_o.py, _p.py, 500 pairs), written on 2026-12-02 by
+Round 6 (issue 34): O and P (the held-out authors of round 5, scored once) and two new authors, U
+(conversations: personal facts, chat turns, assistant replies, reported speech) and V (engineering,
+exclusive choices, numbers and dates, partial updates, long notes), join `TRAIN` (3,969 pairs);
+U and V wrote JSONL (bench/data/writes/pairs_u.jsonl, _v.jsonl) with each side's topic and the kind
+of relation (update or contradiction, restatement or reported, related, similar or unrelated).
+
+`HELD_OUT`: authors Q (conversations and personal facts) and R (engineering, exclusive choices,
+across topics), 600 pairs in bench/data/writes/pairs_q.jsonl and _r.jsonl, written on 2026-12-03 by
 two authors who saw neither the classifier, the model nor any other pairs, and scored once on the
-frozen round-5 design. Never read while developing. Imported lazily on first use of `HELD_OUT`, so
-the development pairs work without them.
+frozen round-6 design. Never read while developing.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
+import re
 from pathlib import Path
 from typing import NamedTuple
 
@@ -31,7 +38,7 @@ from bench.write_pairs_a import PAIRS as PAIRS_A
 from bench.write_pairs_b import PAIRS as PAIRS_B
 
 LABELS = ("same", "contradicts", "separate")
-TRAIN_AUTHORS = ("a", "b", "c", "d", "e", "f", "k", "l", "m", "n", "o", "p", "u", "v")
+TRAIN_AUTHORS = ("a", "b", "c", "d", "e", "f", "k", "l", "m", "n", "o", "p", "u", "v", "x", "y", "z")
 TUNE_AUTHORS = ("c", "d", "e", "f", "k", "l", "m", "n")
 HELD_OUT_AUTHORS = ("q", "r")
 # Round 6 (issue 34): pairs as data, one JSON object a line (bench/data/writes/pairs_X.jsonl), with
@@ -75,6 +82,10 @@ def held_out() -> list[Pair]:
 def _authors(authors: tuple[str, ...]) -> list[Pair]:
     pairs: list[Pair] = []
     for author in authors:
+        if streams := sorted(JSONL.glob(f"stream_{author}_*.jsonl")):
+            for path in streams:
+                pairs.extend(stream_pairs(path, author))
+            continue
         if (path := JSONL / f"pairs_{author}.jsonl").exists():
             for raw in path.read_text().splitlines():
                 if raw.strip():
@@ -93,6 +104,59 @@ def _authors(authors: tuple[str, ...]) -> list[Pair]:
             raise HeldOutMissing(f"{name.replace('.', '/')}.py is not written yet: no held-out pairs") from None
         pairs.extend(_pairs(module.PAIRS, author))
     return pairs
+
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def stream_pairs(path: Path, author: str, negatives: int = 2) -> list[Pair]:
+    """Labelled pairs from a training stream (bench/data/writes/stream_X_*.jsonl, the format of
+    bench/eval_streams.py): each restatement with the line it restates (same), each update or
+    contradiction with the line it changes (contradicts), and for every line the `negatives`
+    earlier lines outside its chain that share the most words with it (separate: statements that
+    look alike and say something else, the hard case of a conversation)."""
+    rows = [json.loads(raw) for raw in path.read_text().splitlines() if raw.strip()]
+    parent = list(range(len(rows)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for row in rows:
+        if row.get("of") is not None:
+            parent[find(row["i"])] = find(row["of"])
+    words = [set(_TOKEN.findall(row["content"].lower())) for row in rows]
+    out: list[Pair] = []
+    for row in rows:
+        i = row["i"]
+        if row.get("of") is not None:
+            old = rows[row["of"]]
+            label = "same" if row["role"] == "restatement" else "contradicts"
+            out.append(
+                Pair(
+                    old["topic"], old["content"], row["content"], label, row["role"], author, row["topic"], row["role"]
+                )
+            )
+        overlap = sorted(
+            ((len(words[i] & words[j]) / max(len(words[i] | words[j]), 1), j) for j in range(i) if find(j) != find(i)),
+            reverse=True,
+        )
+        for _, j in overlap[:negatives]:
+            out.append(
+                Pair(
+                    rows[j]["topic"],
+                    rows[j]["content"],
+                    row["content"],
+                    "separate",
+                    "look-alike",
+                    author,
+                    row["topic"],
+                    "similar",
+                )
+            )
+    return out
 
 
 def __getattr__(name: str) -> list[Pair]:

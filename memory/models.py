@@ -373,11 +373,12 @@ class Policy(models.Model):
 
 
 class Conflict(models.Model):
-    """Two facts on one domain and topic that disagree — or may — and how that was decided.
+    """Two live facts of one domain that disagree — or may — and how that was decided (`topic` is
+    the existing fact's).
 
     `existing` is the live fact a write (or harmonize) compared against, `proposed` the newcomer.
     A conflict the machine decided (status `decided`, resolution `machine`) names its winner, loser
-    and rule (veracity, confidence, recency) at detection. A *possible* conflict — the classifier
+    and rule (veracity, update, confidence, recency) at detection. A *possible* conflict — the classifier
     could not tell a contradiction from two true statements — opens with status `open`: both facts
     stay live and winner, loser and rule stay empty until a person decides (rule `human`):
     `contradicts` (a winner, the loser superseded), `same` (the newer became a re-mention of the
@@ -402,7 +403,7 @@ class Conflict(models.Model):
         CONTRADICTS = "contradicts", "contradicts (a person chose the winner)"
         BOTH_TRUE = "both_true", "both true"
 
-    MACHINE_RULES = ("veracity", "confidence", "recency")
+    MACHINE_RULES = ("veracity", "confidence", "recency", "update")
     WITH_WINNER = ("machine", "contradicts")
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="conflicts")
@@ -412,6 +413,11 @@ class Conflict(models.Model):
     proposed = models.ForeignKey(Fact, on_delete=models.PROTECT, related_name="conflicts_as_proposed")
     winner = models.ForeignKey(Fact, null=True, blank=True, on_delete=models.PROTECT, related_name="conflicts_won")
     loser = models.ForeignKey(Fact, null=True, blank=True, on_delete=models.PROTECT, related_name="conflicts_lost")
+    # One question per disagreement (issue 34): an open possible conflict asked together with an
+    # earlier one — the same proposal unsure against several facts, or several proposals against
+    # one fact. Only the first (`question` null) waits in the queue; deciding it settles the pairs
+    # joined to it that its decision covers (memory.services.conflicts.decide_conflict).
+    question = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="joined")
     rule = models.CharField(max_length=12, choices=Rule.choices, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.DECIDED)
     resolution = models.CharField(max_length=12, choices=Resolution.choices, default=Resolution.MACHINE, blank=True)

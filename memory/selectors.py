@@ -26,7 +26,7 @@ _CONFLICT_FACTS = ("domain__repo", "winner", "loser", "existing", "proposed")
 _CONFLICT_FACTS_UNSHOWN = tuple(
     f"{fact}__{column}"
     for fact in ("winner", "loser", "existing", "proposed")
-    for column in ("embedding", "search_vector")
+    for column in ("embedding", "content_embedding", "search_vector")
 )
 
 
@@ -54,7 +54,11 @@ def facts_for_agent(agent: Agent, filters: dict[str, Any]) -> QuerySet[Fact]:
     default; newest first (index fact_newest_first). Without the vector and the search vector,
     which a list never shows (reading a page's vectors from TOAST and parsing them was most of
     its time)."""
-    qs = Fact.objects.visible_to(agent).select_related("domain__repo").defer("embedding", "search_vector")
+    qs = (
+        Fact.objects.visible_to(agent)
+        .select_related("domain__repo")
+        .defer("embedding", "content_embedding", "search_vector")
+    )
     if filters.get("domain"):
         qs = qs.filter(domain=domain_for_agent(agent, domain=filters["domain"], repo=filters.get("repo")))
     elif filters.get("repo"):
@@ -150,7 +154,9 @@ def conflicts_as_of(conflicts: list[Conflict], as_of: datetime) -> list[Conflict
     for event in later:
         undo.setdefault(event.target_id or 0, []).append(event.detail or {})
     wanted = {d["from"] for moves in undo.values() for d in moves if isinstance(d.get("from"), int)}
-    earlier = {f.pk: f for f in Fact.objects.filter(pk__in=wanted).defer("embedding", "search_vector")}
+    earlier = {
+        f.pk: f for f in Fact.objects.filter(pk__in=wanted).defer("embedding", "content_embedding", "search_vector")
+    }
     out = []
     for conflict in then:
         if conflict.status == Conflict.Status.OPEN:
@@ -182,6 +188,12 @@ def _live(side: str) -> Q:
 # The review queue's possible conflicts (review.selectors_queue.possible_conflicts) are these, and
 # so is the API's `GET conflicts/?status=open`.
 WAITING = Q(status=Conflict.Status.OPEN) & _live("existing") & _live("proposed")
+# One question per disagreement (issue 34): a waiting pair joined to a question (Conflict.question)
+# that still waits is settled with it, so only the question is asked; once that question no longer
+# waits (its facts changed), the pair is asked on its own.
+ASKED_ALONE = Q(question__isnull=True) | ~(
+    Q(question__status=Conflict.Status.OPEN) & _live("question__existing") & _live("question__proposed")
+)
 # Stored open, but a fact of the pair was superseded with no live successor to follow, or retired.
 CLOSED = Q(status=Conflict.Status.OPEN) & ~(_live("existing") & _live("proposed"))
 

@@ -91,7 +91,7 @@ def item_entry(user: Any, kind: str, pk: int) -> QueueEntry | None:
         text = obj and ((obj.winner or obj.proposed).content if kind == "conflict" else obj.proposed.content)
         title, created = (text, obj.detected_at) if obj else ("", None)
     elif kind == "challenged":
-        obj = scoped(Fact).select_related("workspace", "domain__repo").defer("embedding").first()
+        obj = scoped(Fact).select_related("workspace", "domain__repo").defer("embedding", "content_embedding").first()
         title, created = (obj.content, obj.status_changed_at) if obj else ("", None)
     else:
         return None

@@ -83,7 +83,7 @@ def browse_facts(user: Any, workspace: Workspace, params: dict[str, str]) -> tup
         )
     else:
         qs = qs.order_by("-created_at", "-id")
-    return qs.defer("embedding", "search_vector"), {"domains": domains}
+    return qs.defer("embedding", "content_embedding", "search_vector"), {"domains": domains}
 
 
 def with_decay(facts: list[Fact]) -> list[Fact]:
@@ -98,7 +98,7 @@ def fact_page(user: Any, workspace: Workspace, fact_id: int) -> dict[str, Any]:
     fact = (
         Fact.objects.filter(workspace=workspace, domain__in=domains, pk=fact_id)
         .select_related("domain__repo", "created_by_agent", "created_by_user")
-        .defer("embedding")
+        .defer("embedding", "content_embedding")
         .first()
     )
     if fact is None:
@@ -173,7 +173,7 @@ def graph_data(
     facts_qs = (
         Fact.objects.filter(workspace=workspace, domain__in=_ids(domains))
         .select_related("domain__repo")
-        .defer("embedding", "search_vector")
+        .defer("embedding", "content_embedding", "search_vector")
     )
     if domain_id:
         facts_qs = facts_qs.filter(domain_id=domain_id)

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from memory import access
 from memory.models import Agent, Candidate, Conflict, Fact, FactStatus, MemoryDomain, Workspace
+from memory.selectors import ASKED_ALONE
 from review.access import reviewable_domain_ids, reviews_for
 from review.models import RememberReview
 from review.selectors_held import waiting_candidates
@@ -156,7 +157,13 @@ def queue(
                 winner__isnull=False,
             )
             .select_related("workspace", "domain__repo", "winner__created_by_agent", "loser")
-            .defer(*(f"{side}__{field}" for side in ("winner", "loser") for field in ("embedding", "search_vector")))
+            .defer(
+                *(
+                    f"{side}__{field}"
+                    for side in ("winner", "loser")
+                    for field in ("embedding", "content_embedding", "search_vector")
+                )
+            )
         )
         entries += [
             QueueEntry(
@@ -182,7 +189,7 @@ def queue(
                 workspace__in=workspaces, domain_id__in=domain_ids, status="challenged", superseded_by__isnull=True
             )
             .select_related("workspace", "domain__repo", "created_by_agent")
-            .defer("embedding", "search_vector")
+            .defer("embedding", "content_embedding", "search_vector")
         )
         entries += [
             QueueEntry(
@@ -209,8 +216,15 @@ def possible_conflicts(workspaces: Any, domain_ids: set[int] | None) -> QuerySet
     return (
         Conflict.objects.filter(scope, status=Conflict.Status.OPEN)
         .filter(existing__in=Fact.objects.filter(live), proposed__in=Fact.objects.filter(live))
+        .filter(ASKED_ALONE)
         .select_related("workspace", "domain__repo", "existing", "proposed__created_by_agent")
-        .defer(*(f"{side}__{field}" for side in ("existing", "proposed") for field in ("embedding", "search_vector")))
+        .defer(
+            *(
+                f"{side}__{field}"
+                for side in ("existing", "proposed")
+                for field in ("embedding", "content_embedding", "search_vector")
+            )
+        )
     )
 
 
@@ -250,7 +264,11 @@ def live_rivals(candidate_or_fact: Candidate | Fact) -> list[Fact]:
     qs = Fact.objects.filter(domain_id=candidate_or_fact.domain_id, topic=candidate_or_fact.topic).live()
     if isinstance(candidate_or_fact, Fact):
         qs = qs.exclude(pk=candidate_or_fact.pk)
-    return list(qs.filter(~Q(status="archived")).defer("embedding", "search_vector").order_by("-created_at")[:5])
+    return list(
+        qs.filter(~Q(status="archived"))
+        .defer("embedding", "content_embedding", "search_vector")
+        .order_by("-created_at")[:5]
+    )
 
 
 def entry_for(user: Any, kind: str, pk: int) -> QueueEntry | None:

@@ -96,7 +96,12 @@ def _decide_candidate(user: Any, by: Actor, pk: int, action: str, reason: str) -
 
 
 def _decide_challenged(user: Any, by: Actor, pk: int, action: str, reason: str) -> BulkResult:
-    fact = Fact.objects.select_related("workspace").defer("embedding", "search_vector").filter(pk=pk).first()
+    fact = (
+        Fact.objects.select_related("workspace")
+        .defer("embedding", "content_embedding", "search_vector")
+        .filter(pk=pk)
+        .first()
+    )
     if fact is None or not access.may(user, "decide", fact):
         return BulkResult("challenged", pk, "refused", "Not in your queue: not found, or not yours to decide.")
     links = _fact_link(fact, fact.workspace.slug)

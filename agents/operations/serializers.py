@@ -268,7 +268,16 @@ class ConflictOut(serializers.Serializer):
     loser = serializers.IntegerField(source="loser_id", allow_null=True, help_text="null unless decided with a winner")
     winner_content = serializers.SerializerMethodField()
     loser_content = serializers.SerializerMethodField()
-    rule = serializers.CharField(help_text="veracity, confidence, recency, human (a person decided); empty while open")
+    rule = serializers.CharField(
+        help_text="veracity, confidence, recency, update (the later statement replaces the earlier), human (a "
+        "person decided); empty while open"
+    )
+    question = serializers.IntegerField(
+        source="question_id",
+        allow_null=True,
+        help_text="the possible conflict this pair is asked with (one question per disagreement: deciding that one "
+        "settles this one when the decision covers it); null when it is a question of its own",
+    )
     reason = serializers.CharField(help_text="the classifier's reason, e.g. “contradicts: `tabs` replaces `spaces`”")
     similarity = serializers.FloatField()
     detected_by = serializers.CharField()

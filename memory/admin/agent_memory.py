@@ -124,7 +124,7 @@ class EpisodeFactAdmin(WorkspaceScopedAdmin):
             super()
             .get_queryset(request)
             .select_related("episode", "fact")
-            .defer("fact__embedding", "fact__search_vector", "fact__content")
+            .defer("fact__embedding", "fact__content_embedding", "fact__search_vector", "fact__content")
         )
 
     @admin.display(description="episode", ordering="episode_id")

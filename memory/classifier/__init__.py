@@ -18,7 +18,7 @@ Pure Python, no Django (tests/memory/test_classifier_package.py holds it to that
 The pair model itself is memory/pair_model.py: callers pass `model=pair_model.active()`.
 """
 
-from memory.classifier.reading import NEAREST_FACTS, READ_CHARS, forget_readings, normalise
+from memory.classifier.reading import NEAREST_FACTS, READ_CHARS, announces_update, forget_readings, normalise
 from memory.classifier.second_reading import (
     NEVER,
     SECOND_READING,
@@ -27,18 +27,20 @@ from memory.classifier.second_reading import (
     classify_many,
     second_reading,
 )
-from memory.classifier.verdict import SEPARATE_COSINE, Relation, Verdict, classify
+from memory.classifier.verdict import RELATED_COSINE, SEPARATE_COSINE, Relation, Verdict, classify
 
 __all__ = [
     "NEAREST_FACTS",
     "NEVER",
     "READ_CHARS",
+    "RELATED_COSINE",
     "SECOND_READING",
     "SEPARATE_COSINE",
     "PairProbabilities",
     "Relation",
     "SecondReading",
     "Verdict",
+    "announces_update",
     "classify",
     "classify_many",
     "forget_readings",

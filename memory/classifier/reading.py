@@ -445,6 +445,12 @@ def read_whole(text: str) -> bool:
     return len(text) <= READ_CHARS
 
 
+def announces_update(text: str) -> bool:
+    """Whether a text says it revises an earlier claim: "now", "instead", "no longer", "switched",
+    "moved", "replaced" (vocabulary UPDATE)."""
+    return read(window(text)).update
+
+
 def forget_readings() -> None:
     """Forget every text read (`read` keeps the last 4,096): after an erasure, or to time a cold read."""
     read.cache_clear()

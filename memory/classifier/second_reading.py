@@ -15,7 +15,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from memory.classifier.reading import COMPARE_STEPS, PROPOSAL_CHARS, PROPOSAL_STEPS, READ_CHARS, Budget, normalise
-from memory.classifier.verdict import SEPARATE_COSINE, Relation, Verdict, classify_bounded
+from memory.classifier.verdict import RELATED_COSINE, Relation, Verdict, classify_bounded
 
 # What gives the pair model's p(same), p(contradicts), p(separate) for each (old, new) pair.
 PairProbabilities = Callable[[Sequence[tuple[str, str]]], Iterable[Sequence[float]]]
@@ -33,7 +33,10 @@ class SecondReading:
       restatement);
     - the rules are UNSURE: p(same) ≥ `settle_same` → SAME, else p(contradicts) ≥ `settle_contradicts`
       → CONTRADICTS, else p(separate) ≥ `settle_separate` → SEPARATE, else UNSURE;
-    - the rules say SEPARATE (cosine ≥ SEPARATE_COSINE), p(contradicts) ≥ `doubt_separate` → UNSURE.
+    - the rules say SEPARATE (cosine ≥ RELATED_COSINE): p(contradicts) ≥ `overrule_separate` →
+      CONTRADICTS, p(same) ≥ `merge_separate` → SAME, else p(contradicts) ≥ `doubt_separate` →
+      UNSURE (round 6, issue 34: an update or a restatement inside a chat turn is rarely worded
+      closely enough for the rules).
 
     Chosen by `python -m bench.eval_writes --tune` on out-of-author predictions of the
     development pairs (bench/train_pair_model.py --cv), never on held-out pairs; the shipped ones
@@ -45,6 +48,8 @@ class SecondReading:
     settle_contradicts: float
     settle_separate: float
     doubt_separate: float
+    overrule_separate: float = 2.0
+    merge_separate: float = 2.0
 
     @classmethod
     def never(cls) -> SecondReading:
@@ -60,7 +65,11 @@ def shipped_thresholds(card: Path = CARD) -> SecondReading:
     says when and on what each round chose them."""
     values = json.loads(card.read_text(encoding="utf-8"))["second_reading"]["thresholds"]
     return SecondReading(
-        **{f.name: NEVER if values[f.name] == "never" else float(values[f.name]) for f in fields(SecondReading)}
+        **{
+            f.name: NEVER if values[f.name] == "never" else float(values[f.name])
+            for f in fields(SecondReading)
+            if f.name in values
+        }
     )
 
 
@@ -85,8 +94,14 @@ def second_reading(verdict: Verdict, p: tuple[float, float, float], similarity: 
             return Verdict(Relation.CONTRADICTS, f"contradicts: read together ({detail})")
         if separate >= t.settle_separate:
             return Verdict(Relation.SEPARATE, f"separate: read together, different claims ({detail})")
-    if kind == Relation.SEPARATE and similarity >= SEPARATE_COSINE and contradicts >= t.doubt_separate:
-        return Verdict(Relation.UNSURE, f"unsure: may contradict ({verdict.reason.split(': ', 1)[-1]})")
+    if kind == Relation.SEPARATE and similarity >= RELATED_COSINE:
+        detail = verdict.reason.split(": ", 1)[-1]
+        if contradicts >= t.overrule_separate:
+            return Verdict(Relation.CONTRADICTS, f"contradicts: read together ({detail})")
+        if same >= t.merge_separate:
+            return Verdict(Relation.SAME, f"same meaning: read together ({detail})")
+        if contradicts >= t.doubt_separate:
+            return Verdict(Relation.UNSURE, f"unsure: may contradict ({detail})")
     return verdict
 
 
@@ -99,7 +114,7 @@ def _asks_model(verdict: Verdict, similarity: float, old: str, new: str) -> bool
     call separate, nor for the same text up to case, spacing and punctuation (the pair model
     once read "deploys ship every tuesday after the standup" as contradicting its capitalised,
     full-stopped original)."""
-    if verdict.kind == Relation.SEPARATE and similarity < SEPARATE_COSINE:
+    if verdict.kind == Relation.SEPARATE and similarity < RELATED_COSINE:
         return False
     return normalise(old) != normalise(new)
 

@@ -464,6 +464,10 @@ SAME_FLOOR = 0.50
 # Below this cosine, texts that differ beyond one clean change are separate facts; above it a
 # person is asked (UNSURE).
 SEPARATE_COSINE = 0.72
+# Below this cosine (of the contents alone) two statements are separate without reading them: the
+# write path reads only the live facts of a domain at least this close (memory.services.nearby),
+# and the pair model reads the rules' SEPARATE pairs down to it (round 6, issue 34).
+RELATED_COSINE = 0.45
 
 
 def classify(old: str, new: str, similarity: float) -> Verdict:

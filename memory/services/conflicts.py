@@ -1,12 +1,13 @@
 """What a write means (SPEC §3, issue 14): one place decides and applies how a statement relates
-to a live fact of its domain and topic, for every path that compares facts — propose and ingest
+to a live fact of its domain (its nearest in meaning, whatever their topic: memory.services.nearby),
+for every path that compares facts — propose and ingest
 (memory.services.facts), consolidation's merge and harmonize (memory.services.hot), promotion
 (through propose) and a person's decision in the review queue.
 
 - SAME → `apply_same`: a re-mention, or a fact merged into the one it restates; either way what
   was said is kept as a FactMention of the fact that stays. A person approving a promotion may
   instead choose the new wording (`apply_replacement`): it supersedes the old, rule `human`.
-- CONTRADICTS → `apply_conflict`: the rule (veracity, then confidence, then newer) or a person
+- CONTRADICTS → `apply_conflict`: the rule (veracity, then the later statement, then confidence) or a person
   picks the winner, the loser is superseded, a Conflict row records it, and a promoted active
   loser is challenged so reviewers see it.
 - UNSURE → `open_possible_conflict`: no machine decides; both facts stay live and an open
@@ -21,7 +22,7 @@ queue. When the successor is the other fact of the pair, or the pair is asked al
 dismissed), the conflict is left on the superseded fact and reads as closed
 (memory.selectors.conflict_closure says why, for the API and the review page alike).
 
-Callers hold the transaction and the locks (lock_topic, then the live rows in pk order); these
+Callers hold the transaction and the locks (lock_domain, then the live rows in pk order); these
 functions write the rows and their audit events. No model inference happens here.
 """
 
@@ -40,7 +41,7 @@ from django.utils import timezone
 from memory import access, pair_model
 from memory.actors import Actor, require_actor
 from memory.audit import record_event
-from memory.classifier import NEAREST_FACTS, Relation, Verdict, classify_many, normalise
+from memory.classifier import NEAREST_FACTS, Relation, Verdict, announces_update, classify_many, normalise
 from memory.embeddings import cosine
 from memory.errors import InsufficientPermission, InvalidInput, StateConflict
 from memory.metrics import observe_review_latency
@@ -204,9 +205,33 @@ def remembered(content: str, matches: list[Match]) -> list[Match]:
     return out
 
 
-def relate(content: str, vector: list[float], live: Iterable[Fact]) -> Match | None:
-    """The relation a proposal is written with (see `choose`), earlier decisions applied."""
-    return choose(remembered(content, compare(content, vector, live)))
+def relate(content: str, vector: list[float], live: Iterable[Fact], *, topic: str | None = None) -> Match | None:
+    """The relation a proposal is written with (see `choose`), earlier decisions applied. Given
+    the proposal's `topic`, a contradiction of a fact filed under another topic is acted on only
+    when the proposal announces an update ("now", "switched to", "moved"): otherwise a person is
+    asked (`across_topics`), since agents tag topics loosely and the two may be different cases."""
+    return choose(relations(content, vector, live, topic=topic))
+
+
+def relations(content: str, vector: list[float], live: Iterable[Fact], *, topic: str | None = None) -> list[Match]:
+    """Every match `relate` chooses from."""
+    return across_topics(content, topic, remembered(content, compare(content, vector, live)))
+
+
+def across_topics(content: str, topic: str | None, matches: list[Match]) -> list[Match]:
+    """`topic_rule` for each match of a proposal under `topic` (None: no topic rule)."""
+    if topic is None:
+        return matches
+    return [Match(m.fact, topic_rule(m.verdict, m.fact.topic, topic, content), m.similarity) for m in matches]
+
+
+def topic_rule(verdict: Verdict, old_topic: str, new_topic: str, new_content: str) -> Verdict:
+    """A contradiction of a fact filed under another topic is acted on only when the newer text
+    announces an update; otherwise a person decides (UNSURE)."""
+    if verdict.kind != Relation.CONTRADICTS or old_topic == new_topic or announces_update(new_content):
+        return verdict
+    detail = verdict.reason.split(": ", 1)[-1]
+    return Verdict(Relation.UNSURE, f"unsure: {detail}, filed under `{old_topic}`")
 
 
 def settled_pairs(fact_ids: Iterable[int]) -> set[frozenset[int]]:
@@ -435,10 +460,13 @@ def open_possible_conflict(
     reason: str,
     detected_by: str = "write",
     now: datetime | None = None,
+    question: Conflict | None = None,
 ) -> Conflict:
     """The classifier cannot tell whether `proposed` contradicts `existing`: both stay live and an
-    open Conflict (no winner, no rule) waits in the review queue for a person."""
+    open Conflict (no winner, no rule) waits in the review queue for a person — joined to
+    `question` when given (asked together with it, see `ask`)."""
     conflict = Conflict.objects.create(
+        question=question,
         workspace_id=existing.workspace_id,
         domain_id=existing.domain_id,
         topic=existing.topic,
@@ -463,9 +491,52 @@ def open_possible_conflict(
             "similarity": conflict.similarity,
             "reason": conflict.reason,
             "by": detected_by,
+            "question": question.pk if question is not None else None,
         },
     )
     return conflict
+
+
+def open_question_about(fact: Fact) -> Conflict | None:
+    """The open question (an open possible conflict not joined to another) `fact` is already one
+    side of, both its facts still live; the oldest."""
+    return (
+        Conflict.objects.filter(status=Conflict.Status.OPEN, question__isnull=True)
+        .filter(Q(existing=fact) | Q(proposed=fact))
+        .filter(existing__superseded_by__isnull=True, proposed__superseded_by__isnull=True)
+        .order_by("pk")
+        .first()
+    )
+
+
+def ask(*, proposed: Fact, chosen: Match, matches: Iterable[Match], by: Actor, now: datetime | None = None) -> Conflict:
+    """One question per disagreement (issue 34): a proposal unsure against `chosen` (and perhaps
+    against other live facts among `matches`) opens a possible conflict for each such pair, all
+    asked as one question — the open question `chosen`'s fact already waits in when there is one
+    (several proposals against one fact), else a new one headed by the closest pair. Answers the
+    proposal's pair with `chosen`."""
+    head = open_question_about(chosen.fact)
+    first = open_possible_conflict(
+        existing=chosen.fact,
+        proposed=proposed,
+        by=by,
+        similarity=chosen.similarity,
+        reason=chosen.verdict.reason,
+        now=now,
+        question=head,
+    )
+    for m in matches:
+        if m.kind == Relation.UNSURE and m.fact.pk != chosen.fact.pk:
+            open_possible_conflict(
+                existing=m.fact,
+                proposed=proposed,
+                by=by,
+                similarity=m.similarity,
+                reason=m.verdict.reason,
+                now=now,
+                question=head or first,
+            )
+    return first
 
 
 def _supersede(winner: Fact, loser: Fact, reason: str, now: datetime, by: Actor) -> None:
@@ -553,6 +624,12 @@ def decide_conflict(
         .order_by("pk")
     }
     existing, proposed = pair[conflict.existing_id], pair[conflict.proposed_id]
+    # the pairs asked with it, as they stand now (settled after it, `_settle_joined`)
+    joined = list(
+        conflict.joined.filter(status=Conflict.Status.OPEN)
+        .order_by("pk")
+        .values_list("pk", "existing_id", "proposed_id")
+    )
     if not (existing.is_live and proposed.is_live):
         raise StateConflict(
             "One of the two facts was superseded or retired since; decide on its live successor.",
@@ -609,4 +686,42 @@ def decide_conflict(
         ]
     )
     record_event(actor=by, verb="conflict.decided", workspace_id=conflict.workspace_id, target=conflict, detail=detail)
+    _settle_joined(conflict, joined, by=by, note=note)
     return conflict
+
+
+def _settle_joined(head: Conflict, joined: list[tuple[int, int, int]], *, by: Actor, note: str) -> None:
+    """After a person decided `head`, the pairs asked with it (`joined`: id, existing, proposed as
+    they were shown) that the decision covers are decided the same way: `both_true` dismisses each,
+    `contradicts` lets the winner supersede the other side of each pair it is in. A pair the
+    decision does not cover — `same`, a pair without the winner, or one whose facts changed since
+    (superseded, or re-pointed to a successor) — becomes a question of its own."""
+    why = f"decided with possible conflict {head.pk}" + (f": {note}" if note else "")
+    for pk, existing_id, proposed_id in joined:
+        row = Conflict.objects.select_for_update().get(pk=pk)
+        if row.status != Conflict.Status.OPEN:
+            continue
+        unchanged = (row.existing_id, row.proposed_id) == (existing_id, proposed_id)
+        live = Fact.objects.filter(pk__in=[existing_id, proposed_id]).live().count() == 2
+        if unchanged and live and head.resolution == Conflict.Resolution.BOTH_TRUE:
+            decide_conflict(conflict=row, by=by, resolution=Conflict.Resolution.BOTH_TRUE, note=why[:NOTE_MAX])
+        elif (
+            unchanged
+            and live
+            and head.resolution == Conflict.Resolution.CONTRADICTS
+            and head.winner_id
+            in (
+                existing_id,
+                proposed_id,
+            )
+        ):
+            decide_conflict(
+                conflict=row,
+                by=by,
+                resolution=Conflict.Resolution.CONTRADICTS,
+                winner_id=head.winner_id,
+                note=why[:NOTE_MAX],
+            )
+        else:
+            row.question = None
+            row.save(update_fields=["question"])

@@ -1,10 +1,10 @@
 """Writing facts (SPEC §3): proposals with re-mention and conflict rules, explicit supersession.
 
-What a proposal means against each live fact of its domain and topic — restates, contradicts,
+What a proposal means against the live facts of its domain nearest to it — restates, contradicts,
 separate, or unsure — is decided and applied in memory.services.conflicts, for every write path.
 
 A fact is never edited in place when contradicted. Every write is one transaction that locks
-what it compares against (an advisory lock on domain+topic, then the live rows) and records
+what it compares against (an advisory lock on the domain, then the live rows) and records
 its audit event; embeddings are computed before the transaction, never inside it.
 """
 
@@ -43,12 +43,13 @@ from memory.services.conflicts import (
     apply_conflict,
     apply_replacement,
     apply_same,
+    ask,
+    choose,
     compare,
     domain_lock_key,
     follow_successor,
     lock_domain,
-    open_possible_conflict,
-    relate,
+    relations,
 )
 
 # The winner rule and the reinforcement formula live with the other relation rules; still
@@ -299,7 +300,8 @@ def _propose_locked(*, domain: MemoryDomain, data: FactInput, by: Actor, vector:
     episode = _check_episode(domain.workspace_id, data.episode_id, by)
     now = timezone.now()
     live = nearest_live(domain.pk, vector.content, lock=True)
-    match = relate(data.content, vector.content, live)
+    matches = relations(data.content, vector.content, live, topic=data.topic)
+    match = choose(matches)
 
     if match is not None and match.kind == Relation.SAME and data.on_restatement != "replace":
         said = Said(data.content, data.veracity, data.observed_at or now, by.agent, by.user, episode)
@@ -334,9 +336,7 @@ def _propose_locked(*, domain: MemoryDomain, data: FactInput, by: Actor, vector:
         )
         outcome = Outcome.CONFLICT_WON
     elif match.kind == Relation.UNSURE:
-        conflict = open_possible_conflict(
-            existing=match.fact, proposed=new, by=by, similarity=match.similarity, reason=match.verdict.reason, now=now
-        )
+        conflict = ask(proposed=new, chosen=match, matches=matches, by=by, now=now)
         outcome = Outcome.POSSIBLE_CONFLICT
     else:
         conflict = apply_conflict(

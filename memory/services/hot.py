@@ -26,11 +26,14 @@ from memory.services.conflicts import (
     Said,
     apply_conflict,
     apply_same,
+    lock_domain,
     lock_topic,
     open_possible_conflict,
     settled_pairs,
+    topic_rule,
 )
 from memory.services.facts import FactInput, Outcome, embed_live_without_vectors, propose_fact
+from memory.services.nearby import NEIGHBOURS, RELATED_COSINE, content_vector
 from memory.services.tenancy import create_domain, require_visible_domain, unknown_domain
 
 if TYPE_CHECKING:
@@ -195,7 +198,15 @@ def _read_pairs_before_locking(
         Fact.objects.filter(domain_id=domain_id, topic=topic, embedding__isnull=False)
         .live()
         .order_by("pk")
-        .only("pk", "content", "embedding", "observed_at", "created_by_agent_id", "created_by_user_id")
+        .only(
+            "pk",
+            "content",
+            "embedding",
+            "content_embedding",
+            "observed_at",
+            "created_by_agent_id",
+            "created_by_user_id",
+        )
     )
     if len(live) < 2:
         return
@@ -210,7 +221,7 @@ def _read_pairs_before_locking(
         ):
             continue
         old, new = orient(a, b)
-        items.append((old.content, new.content, cosine(list(a.embedding), list(b.embedding))))
+        items.append((old.content, new.content, _cosine(a, b)))
     classify_many(items, model=pair_model.active())
 
 
@@ -232,7 +243,7 @@ def merge_near_duplicates(*, domain_id: int, topic: str, by: Actor) -> int:
                 continue
             if frozenset((a.pk, b.pk)) in settled:
                 continue
-            similarity = cosine(list(a.embedding), list(b.embedding))
+            similarity = _cosine(a, b)
             # a is the older (pk order)
             verdict = classify_many([(a.content, b.content, similarity)], model=pair_model.active())[0]
             if verdict.kind != Relation.SAME:
@@ -256,12 +267,57 @@ def merge_near_duplicates(*, domain_id: int, topic: str, by: Actor) -> int:
     return merged
 
 
+def _cosine(a: Fact, b: Fact) -> float:
+    """Two facts' cosine by what their contents mean (memory.services.nearby.content_vector)."""
+    va, vb = content_vector(a), content_vector(b)
+    return 0.0 if va is None or vb is None else cosine(va, vb)
+
+
+def neighbour_pairs(facts: list[Fact]) -> list[tuple[Fact, Fact, float]]:
+    """Each live fact with its NEIGHBOURS nearest others by content meaning, at least
+    RELATED_COSINE close (as the write path reads a proposal, memory.services.nearby), whatever
+    their topic: the distinct pairs (pk order) and their cosine. Facts with no vector are left out."""
+    import numpy as np
+
+    facts = [f for f in facts if content_vector(f) is not None]
+    if len(facts) < 2:
+        return []
+    vectors = np.asarray([content_vector(f) for f in facts], dtype=np.float32)
+    pairs: dict[tuple[int, int], float] = {}
+    for start in range(0, len(facts), 512):
+        block = vectors[start : start + 512] @ vectors.T
+        for row, sims in enumerate(block):
+            i = start + row
+            sims[i] = -1.0
+            for j in np.argsort(-sims)[:NEIGHBOURS]:
+                if sims[j] < RELATED_COSINE:
+                    break
+                pairs[(min(i, int(j)), max(i, int(j)))] = float(sims[j])
+    return [(facts[i], facts[j], s) for (i, j), s in sorted(pairs.items())]
+
+
+def _harmonize_pairs(live: list[Fact], settled: set[frozenset[int]]) -> list[tuple[Fact, Fact, float]]:
+    """(older, newer, cosine) for the neighbour pairs of `live` written by different authors and
+    not already asked or dismissed."""
+    out = []
+    for a, b, similarity in neighbour_pairs(live):
+        if (a.created_by_agent_id, a.created_by_user_id) == (b.created_by_agent_id, b.created_by_user_id):
+            continue
+        if frozenset((a.pk, b.pk)) in settled:
+            continue
+        older, newer = _older_newer(a, b)
+        out.append((older, newer, similarity))
+    return out
+
+
 def harmonize(*, agent: Agent, domain: MemoryDomain | None = None) -> HarmonizationReport:
-    """Find live facts on one domain+topic, written by different agents, that contradict each
-    other, and resolve each pair with the conflict rule (recorded as a Conflict row); a pair the
-    classifier cannot decide is opened as a possible conflict for a person (once: an open or
+    """Find live facts of one domain, written by different agents, that contradict each other —
+    each fact read against its nearest live facts of the domain by meaning, whatever their topic,
+    as a proposal is (issue 34) — and resolve each pair with the conflict rule (recorded as a
+    Conflict row); a pair the classifier cannot decide, or a contradiction across topics that does
+    not announce an update, is opened as a possible conflict for a person (once: an open or
     dismissed pair is not asked again). Only domains visible to the agent are touched: a given
-    `none` domain raises `unknown_domain`."""
+    `none` domain raises `unknown_domain`. `topics_checked` counts the topics of the domains read."""
     by = Actor.of_agent(agent)
     report = HarmonizationReport()
     if domain is not None:
@@ -269,29 +325,31 @@ def harmonize(*, agent: Agent, domain: MemoryDomain | None = None) -> Harmonizat
     visible = Fact.objects.visible_to(agent).live()
     if domain is not None:
         visible = visible.filter(domain=domain)
-    groups = visible.values_list("domain_id", "topic").order_by("domain_id", "topic").distinct()
-    for domain_id, topic in list(groups):
-        embed_live_without_vectors(domain_id, topic)  # inference outside the transaction
-        _read_pairs_before_locking(domain_id, topic, _older_newer, different_authors=True)
+    domain_ids = list(visible.values_list("domain_id", flat=True).order_by("domain_id").distinct())
+    model = pair_model.active()
+    for domain_id in domain_ids:
+        for topic in Fact.objects.filter(domain_id=domain_id).live().values_list("topic", flat=True).distinct():
+            embed_live_without_vectors(domain_id, topic)  # inference outside the transaction
+        before = list(Fact.objects.filter(domain_id=domain_id).live().order_by("pk"))
+        planned = _harmonize_pairs(before, settled_pairs(f.pk for f in before))
+        # the pair model's answers cached before the lock: the locked pass below asks again
+        classify_many([(o.content, n.content, s) for o, n, s in planned], model=model)
         with transaction.atomic():
-            lock_topic(domain_id, topic)
-            live = list(Fact.objects.select_for_update().filter(domain_id=domain_id, topic=topic).live().order_by("pk"))
+            lock_domain(domain_id)
+            live = list(Fact.objects.select_for_update().filter(domain_id=domain_id).live().order_by("pk"))
+            report.topics_checked += len({f.topic for f in live})
             authors = {f.created_by_agent_id or f"user:{f.created_by_user_id}" for f in live}
             if len(live) < 2 or len(authors) < 2:
                 continue
-            report.topics_checked += 1
             beaten: set[int] = set()
             settled = settled_pairs(f.pk for f in live)
-            for a, b in combinations(live, 2):
-                if a.pk in beaten or b.pk in beaten or a.embedding is None or b.embedding is None:
+            for older, newer, similarity in _harmonize_pairs(live, settled):
+                if older.pk in beaten or newer.pk in beaten:
                     continue
-                if (a.created_by_agent_id, a.created_by_user_id) == (b.created_by_agent_id, b.created_by_user_id):
+                if frozenset((older.pk, newer.pk)) in settled:  # asked since, in this pass
                     continue
-                if frozenset((a.pk, b.pk)) in settled:  # a person is asked, or said both are true
-                    continue
-                older, newer = _older_newer(a, b)
-                similarity = cosine(list(a.embedding), list(b.embedding))
-                verdict = classify_many([(older.content, newer.content, similarity)], model=pair_model.active())[0]
+                verdict = classify_many([(older.content, newer.content, similarity)], model=model)[0]
+                verdict = topic_rule(verdict, older.topic, newer.topic, newer.content)
                 if verdict.kind == Relation.UNSURE:
                     open_possible_conflict(
                         existing=older,
@@ -301,7 +359,7 @@ def harmonize(*, agent: Agent, domain: MemoryDomain | None = None) -> Harmonizat
                         reason=verdict.reason,
                         detected_by="harmonize",
                     )
-                    settled.add(frozenset((a.pk, b.pk)))
+                    settled.add(frozenset((older.pk, newer.pk)))
                     report.possible_conflicts += 1
                     continue
                 if verdict.kind != Relation.CONTRADICTS:

@@ -18,13 +18,13 @@ from collections.abc import Sequence
 
 from django.db import connection
 
+from memory.classifier import RELATED_COSINE as RELATED_COSINE
 from memory.models import Fact
 
 # How many of the nearest live facts a proposal is read against, and the cosine (content alone)
 # below which a pair is separate without reading. Chosen on the tuning pairs and streams
 # (`python -m bench.eval_writes --tune`; the model card records the figures).
 NEIGHBOURS = 10
-RELATED_COSINE = 0.45
 # Live facts of the domain with no vector at all, compared by their text: the newest ones only.
 UNEMBEDDED = 50
 

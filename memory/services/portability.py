@@ -167,7 +167,7 @@ _CORE: list[Section] = [
             "created_by_agent": "agent",
             "source_observations": "observation",
         },
-        exclude=("embedding", "embedded_at"),
+        exclude=("embedding", "content_embedding", "embedded_at"),
         prose={"supersede_reason": "fact"},
     ),
     Section(
@@ -181,7 +181,14 @@ _CORE: list[Section] = [
         "conflict",
         Conflict,
         "workspace",
-        {"domain": "domain", "existing": "fact", "proposed": "fact", "winner": "fact", "loser": "fact"},
+        {
+            "domain": "domain",
+            "existing": "fact",
+            "proposed": "fact",
+            "winner": "fact",
+            "loser": "fact",
+            "question": "conflict",
+        },
     ),
     Section(
         "policy",
@@ -280,6 +287,8 @@ class _Exporter:
         if section.kind == "fact" and self.with_vectors:
             vector = obj.embedding  # type: ignore[attr-defined]
             out["embedding"] = None if vector is None else [float(x) for x in vector]
+            content = obj.content_embedding  # type: ignore[attr-defined]
+            out["content_embedding"] = None if content is None else [float(x) for x in content]
             out["embedded_at"] = _encode(obj.embedded_at)  # type: ignore[attr-defined]
         if section.kind == "audit_event":
             out["target_id"] = self.audit_target(obj)  # type: ignore[arg-type]
@@ -489,7 +498,7 @@ class _Importer:
             | {m.name for m, _ in section.many}
         )
         if section.kind == "fact":
-            known |= {"embedding", "embedded_at"}
+            known |= {"embedding", "content_embedding", "embedded_at"}
         if section.kind == "audit_event":
             known.add("target_id")
         unknown = set(data) - known - {"workspace"}
@@ -541,7 +550,9 @@ class _Importer:
         if section.kind == "audit_event":
             obj.target_id = self.audit_target(obj, data.get("target_id"), row)  # type: ignore[attr-defined,arg-type]
         try:
-            obj.clean_fields(exclude=[f.name for f, _ in section.relations] + ["embedding", "embedded_at"])
+            obj.clean_fields(
+                exclude=[f.name for f, _ in section.relations] + ["embedding", "content_embedding", "embedded_at"]
+            )
         except ValidationError as exc:
             raise PortabilityError(f"{section.kind}: {_messages(exc)}", line=row.line) from None
         except (TypeError, ValueError, OverflowError):
@@ -556,6 +567,8 @@ class _Importer:
     def fact_vector(self, fact: Fact, row: _Row) -> None:
         vector = _vector(row.data.get("embedding"), row.line)
         fact.embedding = vector
+        # files written before content vectors existed have none: the write path reads `embedding`
+        fact.content_embedding = _vector(row.data.get("content_embedding"), row.line) if vector is not None else None
         if vector is not None:
             try:
                 fact.embedded_at = Fact._meta.get_field("embedded_at").to_python(row.data.get("embedded_at"))

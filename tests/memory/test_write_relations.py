@@ -367,4 +367,5 @@ def test_a_stream_of_distinct_statements_on_one_topic_is_neither_merged_nor_supe
     assert lost <= 0.02 * len(sentences), (outcomes, superseded)
     # Everything said is still there: as a live fact, or kept in a chain or a mention.
     assert Fact.objects.filter(topic=topic).count() + FactMention.objects.count() == len(sentences)
-    assert outcomes.get("possible_conflict", 0) <= 0.1 * len(sentences), outcomes
+    # issue 34: at most 6 questions for 200 distinct statements on one topic
+    assert outcomes.get("possible_conflict", 0) <= 6 * len(sentences) / 200, outcomes
