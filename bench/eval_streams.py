@@ -148,7 +148,8 @@ def run_stream(name: str, lines: list[Line], workspace, agent) -> StreamScore:
         other = origin.get(result.compared_with) if result.compared_with else None
         related = other is not None and chains.same(other, line.i)
         outcome = result.outcome
-        if outcome == "possible_conflict":
+        # one question per disagreement: a pair joined to a waiting question costs no new decision
+        if outcome == "possible_conflict" and result.conflict is not None and result.conflict.question_id is None:
             score.decisions += 1
             real = related and line.role in ("update", "contradiction")
             score.real_decisions += real
@@ -213,6 +214,7 @@ def simulate(
     precedence = {Relation.SAME: 0, Relation.CONTRADICTS: 1, Relation.UNSURE: 2}
     live: list[int] = []
     holder: dict[int, int] = {}
+    asked: set[int | None] = set()  # lines already one side of a waiting question
     score = StreamScore(name, writes=len(lines))
     for line in lines:
         i = line.i
@@ -255,7 +257,8 @@ def simulate(
             holder[i] = i
             outcome = "possible_conflict" if kind == Relation.UNSURE else "created"
         related = other is not None and chains.same(other, i)
-        if outcome == "possible_conflict":
+        if outcome == "possible_conflict" and other not in asked:  # else joined to its question
+            asked.update((other, i))
             score.decisions += 1
             score.real_decisions += related and line.role in ("update", "contradiction")
         score.outcomes[(line.role, _what(line, outcome, related, holder, live))] += 1

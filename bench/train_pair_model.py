@@ -218,7 +218,9 @@ def main(argv: list[str] | None = None) -> int:
         "--fold", type=int, choices=range(len(FOLDS)), help="with --cv: only this fold (run folds in parallel)"
     )
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--layers", type=int, default=None, help="how many top layers to fine-tune (default: the shipped number)")
+    parser.add_argument(
+        "--layers", type=int, default=None, help="how many top layers to fine-tune (default: the shipped number)"
+    )
     parser.add_argument("--epochs", type=int, default=None)
     args = parser.parse_args(argv)
     from bench.write_pairs import TRAIN

@@ -122,8 +122,14 @@ def test_write_counter_moves_by_exactly_the_outcomes_of_the_proposals(world, dja
             propose(world, "", topic="style")
         batch = propose_facts(
             items=[
-                IngestItem(world.conventions, FactInput(topic=f"t{i}", content=f"Rule {i}.", memory_type="convention"))
-                for i in range(3)
+                IngestItem(world.conventions, FactInput(topic=f"t{i}", content=text, memory_type="convention"))
+                for i, text in enumerate(
+                    [
+                        "Commit messages use the imperative mood.",
+                        "Every service exposes /healthz.",
+                        "Lockfiles are committed.",
+                    ]
+                )
             ],
             by=Actor.of_agent(world.coder),
         )

@@ -425,7 +425,13 @@ class ConflictAdmin(ReadOnlyAdmin):
             super()
             .get_queryset(request)
             .select_related("existing", "proposed")
-            .defer(*(f"{side}__{f}" for side in ("existing", "proposed") for f in ("embedding", "content_embedding", "search_vector")))
+            .defer(
+                *(
+                    f"{side}__{f}"
+                    for side in ("existing", "proposed")
+                    for f in ("embedding", "content_embedding", "search_vector")
+                )
+            )
         )
 
     @admin.display(description="domain", ordering="domain__name")
@@ -465,7 +471,11 @@ class FactMentionAdmin(ReadOnlyAdmin):
     raw_id_fields = ("fact", "merged_fact", "agent", "user", "episode")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
-        return super().get_queryset(request).defer("fact__embedding", "fact__content_embedding", "fact__search_vector", "fact__content")
+        return (
+            super()
+            .get_queryset(request)
+            .defer("fact__embedding", "fact__content_embedding", "fact__search_vector", "fact__content")
+        )
 
     @admin.display(description="fact", ordering="fact_id")
     def fact_link(self, obj: FactMention) -> SafeString | str:

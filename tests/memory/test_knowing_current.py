@@ -142,3 +142,15 @@ def test_a_pair_the_decision_does_not_cover_is_asked_on_its_own(world):
     second.refresh_from_db()
     assert second.status == "open" and second.question_id is None
     assert _waiting(world) == [second]
+
+
+def test_the_question_page_lists_the_pairs_asked_with_it(world, client):
+    x, y, new = _facts(world, "The cache is Redis.", "The cache holds 2 GB.", "The cache is now in memory.")
+    head = ask(proposed=new, chosen=_unsure(x, 0.9), matches=[_unsure(x, 0.9), _unsure(y, 0.7)], by=Actor.system("t"))
+    joined = Conflict.objects.get(question=head)
+    client.force_login(world.admin_user)
+    page = client.get(f"/review/possible/{head.pk}/").content.decode()
+    assert 'data-testid="asked-with"' in page and f"fact #{y.pk}" in page
+    # the joined pair is not a queue item of its own while its question waits
+    assert client.get(f"/review/possible/{joined.pk}/").status_code in (200, 404)
+    assert joined not in _waiting(world)
