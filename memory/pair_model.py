@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 LABELS = ("same", "contradicts", "separate")
-TRAINED_LAYERS = 2
+TRAINED_LAYERS = 4
 # Round 6 (issue 34): 256 word pieces, so two chat turns of a few sentences each are read whole
 # (128 cut the second text of most conversation pairs).
 MAX_TOKENS = 256

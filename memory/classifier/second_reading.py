@@ -33,8 +33,9 @@ class SecondReading:
       restatement);
     - the rules are UNSURE: p(same) ≥ `settle_same` → SAME, else p(contradicts) ≥ `settle_contradicts`
       → CONTRADICTS, else p(separate) ≥ `settle_separate` → SEPARATE, else UNSURE;
-    - the rules say SEPARATE (cosine ≥ RELATED_COSINE): p(contradicts) ≥ `overrule_separate` →
-      CONTRADICTS, p(same) ≥ `merge_separate` → SAME, else p(contradicts) ≥ `doubt_separate` →
+    - the rules say SEPARATE (cosine ≥ RELATED_COSINE): p(contradicts) ≥ `overrule_separate` and
+      cosine ≥ `overrule_cosine` → CONTRADICTS, p(same) ≥ `merge_separate` and cosine ≥
+      `merge_cosine` → SAME, else p(contradicts) ≥ `doubt_separate` →
       UNSURE (round 6, issue 34: an update or a restatement inside a chat turn is rarely worded
       closely enough for the rules).
 
@@ -50,6 +51,10 @@ class SecondReading:
     doubt_separate: float
     overrule_separate: float = 2.0
     merge_separate: float = 2.0
+    # …and only when the pair is at least this close in meaning (round 6: a look-alike statement
+    # about another person or service reads as a contradiction more often when it is further away)
+    overrule_cosine: float = 0.0
+    merge_cosine: float = 0.0
 
     @classmethod
     def never(cls) -> SecondReading:
@@ -96,9 +101,9 @@ def second_reading(verdict: Verdict, p: tuple[float, float, float], similarity: 
             return Verdict(Relation.SEPARATE, f"separate: read together, different claims ({detail})")
     if kind == Relation.SEPARATE and similarity >= RELATED_COSINE:
         detail = verdict.reason.split(": ", 1)[-1]
-        if contradicts >= t.overrule_separate:
+        if contradicts >= t.overrule_separate and similarity >= t.overrule_cosine:
             return Verdict(Relation.CONTRADICTS, f"contradicts: read together ({detail})")
-        if same >= t.merge_separate:
+        if same >= t.merge_separate and similarity >= t.merge_cosine:
             return Verdict(Relation.SAME, f"same meaning: read together ({detail})")
         if contradicts >= t.doubt_separate:
             return Verdict(Relation.UNSURE, f"unsure: may contradict ({detail})")

@@ -467,7 +467,7 @@ SEPARATE_COSINE = 0.72
 # Below this cosine (of the contents alone) two statements are separate without reading them: the
 # write path reads only the live facts of a domain at least this close (memory.services.nearby),
 # and the pair model reads the rules' SEPARATE pairs down to it (round 6, issue 34).
-RELATED_COSINE = 0.45
+RELATED_COSINE = 0.5
 
 
 def classify(old: str, new: str, similarity: float) -> Verdict:

@@ -57,7 +57,7 @@ from memory.services.conflicts import (
 from memory.services.conflicts import decide_winner as decide_winner
 from memory.services.conflicts import reinforce as reinforce
 from memory.services.embedding import schedule_embedding
-from memory.services.nearby import nearest_live
+from memory.services.nearby import nearest_ids_many, nearest_live
 from memory.services.tenancy import hidden_domains, require_visible_domain
 
 TOPIC_MAX = 200
@@ -628,12 +628,26 @@ def _ingest_batch(
 
     answers: list[ProposalResult | EngramError] = []
     now = timezone.now()
-    for item, vector in zip(batch, vectors, strict=True):
+    # Every item's nearest live facts, read and locked in three queries before any is written; read
+    # again for the items left after one takes the row-by-row path (which may change what is live).
+    nearby: dict[int, list[Fact]] = {}
+
+    def read_nearby(first: int) -> None:
+        rest = list(range(first, len(batch)))
+        ids = nearest_ids_many([(batch[i].domain.pk, vectors[i].content) for i in rest])
+        rows = {
+            f.pk: f
+            for f in Fact.objects.select_for_update().filter(pk__in={pk for x in ids for pk in x}).live().order_by("pk")
+        }
+        nearby.update({i: [rows[pk] for pk in x if pk in rows] for i, x in zip(rest, ids, strict=True)})
+
+    read_nearby(0)
+    for index, (item, vector) in enumerate(zip(batch, vectors, strict=True)):
         plain = not item.data.source_observation_ids and item.data.episode_id is None
         if plain:
             unwritten = [fact for fact in pending if fact.domain_id == item.domain.pk]
-            nearby = [*nearest_live(item.domain.pk, vector.content, lock=True), *unwritten]
-            if all(m.kind == Relation.SEPARATE for m in compare(item.data.content, vector.content, nearby)):
+            candidates = [*nearby[index], *unwritten]
+            if all(m.kind == Relation.SEPARATE for m in compare(item.data.content, vector.content, candidates)):
                 fact = _new_fact(item.domain, item.data, by, vector, now)
                 pending.append(fact)
                 answers.append(ProposalResult(fact, Outcome.CREATED))
@@ -645,5 +659,7 @@ def _ingest_batch(
             if not refusals:
                 raise
             answers.append(refused)
+        if index + 1 < len(batch):
+            read_nearby(index + 1)
     flush()
     return answers

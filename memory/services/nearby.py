@@ -55,6 +55,39 @@ def nearest_ids(domain_id: int, vector: Sequence[float], *, limit: int = NEIGHBO
     return ids
 
 
+def nearest_ids_many(queries: Sequence[tuple[int, Sequence[float]]]) -> list[list[int]]:
+    """`nearest_ids` for each (domain id, content vector), in two queries whatever their number
+    (a batch's items: a lateral join of the queries against their domains' live rows)."""
+    if not queries:
+        return []
+    domains = [domain_id for domain_id, _ in queries]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT q.n, f.id FROM unnest(%s::bigint[], %s::text[]) WITH ORDINALITY AS q(domain_id, v, n)"
+            " CROSS JOIN LATERAL (SELECT id FROM memory_fact WHERE domain_id = q.domain_id"
+            " AND superseded_by_id IS NULL AND status IN ('active', 'challenged')"
+            " AND COALESCE(content_embedding, embedding) IS NOT NULL"
+            " ORDER BY COALESCE(content_embedding, embedding) <=> q.v::vector, id LIMIT %s) f ORDER BY q.n",
+            [domains, [_literal(v) for _, v in queries], NEIGHBOURS],
+        )
+        out: list[list[int]] = [[] for _ in queries]
+        for n, pk in cursor.fetchall():
+            out[n - 1].append(pk)
+        cursor.execute(
+            "SELECT domain_id, id FROM (SELECT domain_id, id, row_number() OVER (PARTITION BY domain_id ORDER BY id DESC)"
+            " AS r FROM memory_fact WHERE domain_id = ANY(%s) AND superseded_by_id IS NULL"
+            " AND status IN ('active', 'challenged') AND embedding IS NULL AND content_embedding IS NULL) t"
+            " WHERE r <= %s",
+            [sorted(set(domains)), UNEMBEDDED],
+        )
+        unembedded: dict[int, list[int]] = {}
+        for domain_id, pk in cursor.fetchall():
+            unembedded.setdefault(domain_id, []).append(pk)
+    for ids, domain_id in zip(out, domains, strict=True):
+        ids.extend(unembedded.get(domain_id, []))
+    return out
+
+
 def nearest_live(domain_id: int, vector: Sequence[float], *, lock: bool = False) -> list[Fact]:
     """The live facts of `nearest_ids`, in pk order; locked (FOR UPDATE, in pk order) with `lock`.
     A row superseded between the two reads is left out: it is no longer live."""

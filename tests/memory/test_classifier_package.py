@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 
 from memory import pair_model
-from memory.classifier import NEVER, SECOND_READING, SecondReading, classify_many
+from memory.classifier import NEVER, RELATED_COSINE, SECOND_READING, SecondReading, classify_many
 from memory.classifier.second_reading import CARD, shipped_thresholds
 from memory.classifier.vocabulary import DATA
 
@@ -56,7 +56,9 @@ def test_the_thresholds_are_the_cards():
     assert shipped_thresholds() == SECOND_READING
     assert asdict(SECOND_READING) == {k: NEVER if v == "never" else v for k, v in card["thresholds"].items()}
     assert all({"round", "date", "chosen_by", "figures"} <= set(entry) for entry in card["history"])
-    assert SecondReading.never() == SecondReading(*(NEVER,) * 6)
+    assert SecondReading.never() == SecondReading(*(NEVER,) * len(fields(SecondReading)))
+    # the relatedness floor the write path reads down to is the one the card's last round chose
+    assert card["history"][-1].get("related_cosine", RELATED_COSINE) == RELATED_COSINE
 
 
 def test_the_model_is_given_not_looked_up():

@@ -76,18 +76,23 @@ def test_a_threshold_above_one_never_fires():
             assert second_reading(_v(kind), p, 0.99, off).kind == kind
 
 
-def test_the_model_never_merges_and_supersedes_only_a_confident_contradiction():
-    # with the shipped thresholds (round 5) a SAME verdict always comes from the rules; the model
-    # turns a pair into CONTRADICTS only when the rules were unsure and it reads p(contradicts) ≥ 0.9
+def test_the_shipped_thresholds_merge_or_supersede_only_past_their_thresholds():
+    # a SAME or CONTRADICTS the rules did not say comes only from a reading past the shipped
+    # threshold for that verdict (memory/data/pair_model.json, "second_reading")
+    t = SECOND_READING
     grid = [(x, y, 1.0 - x - y) for x in np.linspace(0, 1, 11) for y in np.linspace(0, 1, 11) if x + y <= 1.0]
     for kind in Relation:
         for p in grid:
-            for similarity in (0.5, RELATED_COSINE, 0.99):
-                revised = second_reading(_v(kind), p, similarity, SECOND_READING).kind
-                if revised == Relation.SAME:
-                    assert kind == Relation.SAME, (kind, p)
+            for similarity in (RELATED_COSINE - 0.01, RELATED_COSINE, 0.99):
+                revised = second_reading(_v(kind), p, similarity, t).kind
+                if revised == Relation.SAME and kind != Relation.SAME:
+                    assert (kind == Relation.UNSURE and p[0] >= t.settle_same - 1e-9) or (
+                        kind == Relation.SEPARATE and similarity >= RELATED_COSINE and p[0] >= t.merge_separate - 1e-9
+                    ), (kind, p)
                 if revised == Relation.CONTRADICTS and kind != Relation.CONTRADICTS:
-                    assert kind == Relation.UNSURE and p[1] >= 0.9 - 1e-9, (kind, p)
+                    assert (kind == Relation.UNSURE and p[1] >= t.settle_contradicts - 1e-9) or (
+                        kind == Relation.SEPARATE and similarity >= RELATED_COSINE and p[1] >= t.overrule_separate - 1e-9
+                    ), (kind, p)
 
 
 def test_without_the_model_the_rules_decide_alone(monkeypatch, settings):

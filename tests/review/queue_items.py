@@ -53,6 +53,10 @@ def possible(agent: Agent, domain: MemoryDomain, topic: str, old: str, new: str)
     """An open possible conflict between two live facts (the classifier was unsure)."""
     existing = fact(agent, domain, f"{topic}-old", old)
     proposed = fact(agent, domain, f"{topic}-new", new)
+    # the write path may have asked about the pair itself (issue 34: across topics of a domain)
+    asked = Conflict.objects.filter(existing=existing, proposed=proposed, status=Conflict.Status.OPEN).first()
+    if asked is not None:
+        return asked
     return Conflict.objects.create(
         workspace=domain.workspace,
         domain=domain,

@@ -197,16 +197,19 @@ def test_an_edit_between_embedding_and_approval_is_embedded_again_outside_the_lo
     assert Fact.objects.get(pk=approved.resolution["stored_ids"][0]).content == "Edited meanwhile."
 
 
-def test_an_approval_locks_its_topics_in_sorted_order_not_item_order(world):
+def test_an_approval_locks_the_domains_it_writes_in_sorted_order_before_writing(world):
     review = _review(world, ["zeta.md", "alpha.md", "mid.md"])
     assert list(review.items.order_by("order").values_list("path", flat=True)) == ["zeta.md", "alpha.md", "mid.md"]
     with CaptureQueriesContext(connection) as queries:
         approve_review(review=review, by=Actor.of_user(world.reviewer))
-    locked: list[tuple[int, str]] = []
-    for query in queries.captured_queries:
-        for domain_id, topic in re.findall(r"fact-topic:(\d+):([^']*)'", query["sql"]):
-            if (int(domain_id), topic) not in locked:
-                locked.append((int(domain_id), topic))
-    # Topics come from the notes ("Note on zeta.md." → "note on zeta.md"), not the paths (issue 18).
-    assert [topic for _, topic in locked] == ["note on alpha.md", "note on mid.md", "note on zeta.md"]
-    assert locked == sorted(locked)
+    locked: list[int] = []
+    first_insert = None
+    for n, query in enumerate(queries.captured_queries):
+        for domain_id in re.findall(r"fact-domain:(\d+)'", query["sql"]):
+            if int(domain_id) not in locked:
+                locked.append(int(domain_id))
+        if first_insert is None and query["sql"].startswith('INSERT INTO "memory_fact"'):
+            first_insert = n
+    # issue 34: a write reads its domain's nearest facts whatever their topic, so it locks the domain
+    assert locked and locked == sorted(locked)
+    assert first_insert is not None

@@ -33,7 +33,15 @@ def arch_reviewer(world):
 def five_challenged(world) -> list[Fact]:
     """Oldest first: the first one by planner-a, the others by coder-a."""
     agents = [world.planner] + [world.coder] * 4
-    return [challenged(a, world.architecture, f"topic-{i}", f"Rule number {i} holds.") for i, a in enumerate(agents)]
+    # five different claims: the write path reads a domain's nearest facts across topics (issue 34)
+    rules = [
+        "Commit messages use the imperative mood.",
+        "Every service exposes a /healthz endpoint.",
+        "Lockfiles are committed with the code.",
+        "Feature flags are removed within a month of launch.",
+        "Database migrations never drop a column in the same release.",
+    ]
+    return [challenged(a, world.architecture, f"topic-{i}", rules[i]) for i, a in enumerate(agents)]
 
 
 def test_an_item_older_than_the_list_opens_as_pending_and_can_be_decided(world, client, arch_reviewer):
