@@ -35,7 +35,7 @@ class SecondReading:
       → CONTRADICTS, else p(separate) ≥ `settle_separate` → SEPARATE, else UNSURE;
     - the rules say SEPARATE (cosine ≥ RELATED_COSINE): p(contradicts) ≥ `overrule_separate` and
       cosine ≥ `overrule_cosine` → CONTRADICTS, p(same) ≥ `merge_separate` and cosine ≥
-      `merge_cosine` → SAME, else p(contradicts) ≥ `doubt_separate` →
+      `merge_cosine` → SAME, else p(contradicts) ≥ `doubt_separate` and cosine ≥ `doubt_cosine` →
       UNSURE (round 6, issue 34: an update or a restatement inside a chat turn is rarely worded
       closely enough for the rules).
 
@@ -55,6 +55,7 @@ class SecondReading:
     # about another person or service reads as a contradiction more often when it is further away)
     overrule_cosine: float = 0.0
     merge_cosine: float = 0.0
+    doubt_cosine: float = 0.0
 
     @classmethod
     def never(cls) -> SecondReading:
@@ -105,7 +106,7 @@ def second_reading(verdict: Verdict, p: tuple[float, float, float], similarity: 
             return Verdict(Relation.CONTRADICTS, f"contradicts: read together ({detail})")
         if same >= t.merge_separate and similarity >= t.merge_cosine:
             return Verdict(Relation.SAME, f"same meaning: read together ({detail})")
-        if contradicts >= t.doubt_separate:
+        if contradicts >= t.doubt_separate and similarity >= t.doubt_cosine:
             return Verdict(Relation.UNSURE, f"unsure: may contradict ({detail})")
     return verdict
 

@@ -41,13 +41,13 @@ from django.utils import timezone
 from memory import access, pair_model
 from memory.actors import Actor, require_actor
 from memory.audit import record_event
-from memory.classifier import NEAREST_FACTS, Relation, Verdict, announces_update, classify_many, normalise
+from memory.classifier import Relation, Verdict, announces_update, classify_many, normalise
 from memory.embeddings import cosine
 from memory.errors import InsufficientPermission, InvalidInput, StateConflict
 from memory.metrics import observe_review_latency
 from memory.models import VERACITY_WEIGHT, Conflict, Episode, Fact, FactMention, FactStatus
 from memory.services.lifecycle import ChallengeReason, challenge_fact
-from memory.services.nearby import RELATED_COSINE, content_vector
+from memory.services.nearby import NEIGHBOURS, RELATED_COSINE, content_vector
 
 if TYPE_CHECKING:
     from memory.models import Agent
@@ -149,9 +149,9 @@ def compare(content: str, vector: list[float], live: Iterable[Fact]) -> list[Mat
             similarities.append(1.0 if normalise(fact.content) == normalise(content) else 0.0)
     read = [i for i, s in enumerate(similarities) if s >= RELATED_COSINE]
     verdicts = [_UNRELATED] * len(facts)
-    # the nearest live facts only, whatever their number (issue 33: a bounded cost per proposal)
+    # the NEIGHBOURS nearest only, whatever was given (a batch's earlier items too): a bounded cost
     pairs = [(facts[i].content, content, similarities[i]) for i in read]
-    for i, verdict in zip(read, classify_many(pairs, nearest=NEAREST_FACTS, model=pair_model.active()), strict=True):
+    for i, verdict in zip(read, classify_many(pairs, nearest=NEIGHBOURS, model=pair_model.active()), strict=True):
         verdicts[i] = verdict
     return [Match(f, v, s) for f, v, s in zip(facts, verdicts, similarities, strict=True)]
 

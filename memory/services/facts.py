@@ -61,6 +61,9 @@ from memory.services.nearby import nearest_ids_many, nearest_live
 from memory.services.tenancy import hidden_domains, require_visible_domain
 
 TOPIC_MAX = 200
+# After a batch item takes the row-by-row path, how many of the next items' neighbours are read
+# again in one query (_ingest_batch).
+NEARBY_WINDOW = 8
 SESSION_KEY_MAX = 200
 
 
@@ -628,12 +631,14 @@ def _ingest_batch(
 
     answers: list[ProposalResult | EngramError] = []
     now = timezone.now()
-    # Every item's nearest live facts, read and locked in three queries before any is written; read
-    # again for the items left after one takes the row-by-row path (which may change what is live).
+    # Every item's nearest live facts, read and locked in three queries before any is written. After
+    # an item takes the row-by-row path (which may change what is live), the next items' are read
+    # again, NEARBY_WINDOW at a time: a batch of plain items costs the same queries whatever its
+    # size, and one of items that all restate something no more than one read per item.
     nearby: dict[int, list[Fact]] = {}
 
-    def read_nearby(first: int) -> None:
-        rest = list(range(first, len(batch)))
+    def read_nearby(first: int, count: int | None = None) -> None:
+        rest = list(range(first, len(batch) if count is None else min(len(batch), first + count)))
         ids = nearest_ids_many([(batch[i].domain.pk, vectors[i].content) for i in rest])
         rows = {
             f.pk: f
@@ -644,6 +649,8 @@ def _ingest_batch(
     read_nearby(0)
     for index, (item, vector) in enumerate(zip(batch, vectors, strict=True)):
         plain = not item.data.source_observation_ids and item.data.episode_id is None
+        if plain and index not in nearby:
+            read_nearby(index, NEARBY_WINDOW)
         if plain:
             unwritten = [fact for fact in pending if fact.domain_id == item.domain.pk]
             candidates = [*nearby[index], *unwritten]
@@ -659,7 +666,6 @@ def _ingest_batch(
             if not refusals:
                 raise
             answers.append(refused)
-        if index + 1 < len(batch):
-            read_nearby(index + 1)
+        nearby.clear()  # what is live may have changed: the next plain item reads again
     flush()
     return answers

@@ -91,7 +91,9 @@ def test_the_shipped_thresholds_merge_or_supersede_only_past_their_thresholds():
                     ), (kind, p)
                 if revised == Relation.CONTRADICTS and kind != Relation.CONTRADICTS:
                     assert (kind == Relation.UNSURE and p[1] >= t.settle_contradicts - 1e-9) or (
-                        kind == Relation.SEPARATE and similarity >= RELATED_COSINE and p[1] >= t.overrule_separate - 1e-9
+                        kind == Relation.SEPARATE
+                        and similarity >= RELATED_COSINE
+                        and p[1] >= t.overrule_separate - 1e-9
                     ), (kind, p)
 
 
