@@ -230,7 +230,7 @@ def simulate(
                 verdict, whole = _RULES.get((k, i, name)) or _RULES.setdefault(
                     (k, i, name), classify_bounded(old, new, s, Budget(COMPARE_STEPS))
                 )
-                if probabilities is not None and whole and _asks_model(verdict, s, old, new):
+                if probabilities is not None and whole and _asks_model(verdict, s, old, new, t):
                     if (old, new) not in _PROBS:
                         _PROBS[(old, new)] = tuple(map(float, next(iter(probabilities([(old, new)])))))
                     verdict = second_reading(verdict, _PROBS[(old, new)], s, t)

@@ -115,12 +115,26 @@ def second_reading(verdict: Verdict, p: tuple[float, float, float], similarity: 
 NOT_READ = Verdict(Relation.SEPARATE, "separate: not read (the proposal read nearer live facts of the topic)")
 
 
-def _asks_model(verdict: Verdict, similarity: float, old: str, new: str) -> bool:
+def _separate_floor(t: SecondReading) -> float:
+    """Below this cosine no threshold of `t` can revise a SEPARATE verdict: the model is not asked."""
+    active = [
+        cosine
+        for threshold, cosine in (
+            (t.overrule_separate, t.overrule_cosine),
+            (t.merge_separate, t.merge_cosine),
+            (t.doubt_separate, t.doubt_cosine),
+        )
+        if threshold <= 1.0
+    ]
+    return max(RELATED_COSINE, min(active)) if active else NEVER
+
+
+def _asks_model(verdict: Verdict, similarity: float, old: str, new: str, t: SecondReading | None = None) -> bool:
     """Whether the second reading may revise the rules' verdict: not for far-apart pairs the rules
     call separate, nor for the same text up to case, spacing and punctuation (the pair model
     once read "deploys ship every tuesday after the standup" as contradicting its capitalised,
     full-stopped original)."""
-    if verdict.kind == Relation.SEPARATE and similarity < RELATED_COSINE:
+    if verdict.kind == Relation.SEPARATE and similarity < _separate_floor(t or SECOND_READING):
         return False
     return normalise(old) != normalise(new)
 
