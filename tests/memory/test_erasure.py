@@ -139,9 +139,10 @@ def test_the_text_is_found_nowhere_after_erasure(world, subject, client, admin_c
     assert scan(MARKER), "the setup wrote the marker"
     assert FactMention.objects.filter(fact_id=subject["fact"]).exists()
     assert Conflict.objects.filter(workspace=world.workspace).exists()
-    assert HotMemory.objects.filter(consolidated_fact_id=subject["fact"]).exists()
+    # consolidated into a fact of its own: the Friday statement had replaced the Tuesday one (issue 34)
+    assert HotMemory.objects.filter(consolidated_fact__content__contains=MARKER).exists()
     assert Candidate.objects.filter(proposed_memory=CONTENT).exists()
-    assert EpisodeFact.objects.filter(fact_id=subject["fact"]).exists()
+    assert EpisodeFact.objects.filter(fact__content__contains=MARKER).exists()  # recalled: the current one
 
     plan = select_subject(world.workspace, parse_selection({"kind": "search", "query": MARKER}))
     assert subject["fact"] in plan.fact_ids and subject["stored"] in plan.fact_ids
