@@ -193,7 +193,13 @@ def run_stream(name: str, lines: list[Line], workspace, agent) -> StreamScore:
 
 
 def simulate(
-    lines: list[Line], meanings: list, t, probabilities, name: str = "", floor: float | None = None
+    lines: list[Line],
+    meanings: list,
+    t,
+    probabilities,
+    name: str = "",
+    floor: float | None = None,
+    reads: int | None = None,
 ) -> StreamScore:
     """The write path of `run_stream`, in memory, under second-reading thresholds `t`: each line
     read against its NEIGHBOURS nearest live lines at least RELATED_COSINE close, the rules, the
@@ -204,12 +210,13 @@ def simulate(
 
     from memory.classifier import RELATED_COSINE, Relation, Verdict, announces_update, second_reading
     from memory.classifier.reading import COMPARE_STEPS, Budget
-    from memory.classifier.second_reading import _asks_model
+    from memory.classifier.second_reading import MODEL_READS, _asks_model
     from memory.classifier.verdict import classify_bounded
     from memory.services.nearby import NEIGHBOURS
 
     vectors = np.asarray([m.content for m in meanings])
     floor = RELATED_COSINE if floor is None else floor
+    reads = MODEL_READS if reads is None else reads
     chains = Chains(lines)
     precedence = {Relation.SAME: 0, Relation.CONTRADICTS: 1, Relation.UNSURE: 2}
     live: list[int] = []
@@ -219,6 +226,7 @@ def simulate(
     for line in lines:
         i = line.i
         best: tuple[int, float, int, Verdict] | None = None
+        read = 0  # pairs the model read for this line (at most `reads`: MODEL_READS)
         if live:
             sims = vectors[live] @ vectors[i]
             for j in np.argsort(-sims)[:NEIGHBOURS]:
@@ -230,7 +238,8 @@ def simulate(
                 verdict, whole = _RULES.get((k, i, name)) or _RULES.setdefault(
                     (k, i, name), classify_bounded(old, new, s, Budget(COMPARE_STEPS))
                 )
-                if probabilities is not None and whole and _asks_model(verdict, s, old, new, t):
+                if probabilities is not None and whole and read < reads and _asks_model(verdict, s, old, new, t):
+                    read += 1
                     if (old, new) not in _PROBS:
                         _PROBS[(old, new)] = tuple(map(float, next(iter(probabilities([(old, new)])))))
                     verdict = second_reading(verdict, _PROBS[(old, new)], s, t)

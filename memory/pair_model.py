@@ -147,7 +147,12 @@ class TorchPairModel:
 
 class OnnxPairModel:
     """The same model exported once to ONNX under $ENGRAM_HOME/models and run by onnxruntime, so
-    a web process never imports torch for it (sessions are thread-safe)."""
+    a web process never imports torch for it (sessions are thread-safe).
+
+    Pairs are cut into batches of like token counts (memory.embeddings.batches_by_length: the
+    model runs the padded tokens), and a call of several batches (a batch write's read-ahead) runs
+    them side by side on ENGRAM_BULK_EMBED_THREADS threads, each batch on the session's own
+    `threads`. The same probabilities whatever the batch a pair lands in: padding is masked."""
 
     def __init__(self, threads: int = 1) -> None:
         from tokenizers import Tokenizer
@@ -157,23 +162,46 @@ class OnnxPairModel:
         self.tokenizer = Tokenizer.from_file(str(model_path() / "tokenizer.json"))
         self.tokenizer.enable_truncation(MAX_TOKENS)
         self.tokenizer.enable_padding()
+        padding = self.tokenizer.padding or {}
+        self.pad_id, self.pad_type_id = int(padding.get("pad_id", 0)), int(padding.get("pad_type_id", 0))
+        self.tokenizer.no_padding()
         self.session = onnx_session(onnx_file(), threads)
 
     def probabilities(self, pairs: Sequence[tuple[str, str]], batch_size: int = 32) -> np.ndarray:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from django.conf import settings
+
+        from memory.embeddings import batches_by_length
+
+        out = np.zeros((len(pairs), len(LABELS)), dtype=np.float32)
         if not pairs:
-            return np.zeros((0, len(LABELS)), dtype=np.float32)
-        pairs = bounded(pairs)
-        chunks = []
-        for start in range(0, len(pairs), batch_size):
-            encodings = self.tokenizer.encode_batch(list(pairs[start : start + batch_size]))
-            feed = {
-                "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
-                "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
-                "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
-            }
-            (probs,) = self.session.run(None, feed)
-            chunks.append(probs)
-        return np.concatenate(chunks)
+            return out
+        encodings = self.tokenizer.encode_batch(list(bounded(pairs)))
+        lengths = np.array([len(e.ids) for e in encodings], dtype=np.int64)
+
+        def run(picked: list[int]) -> None:
+            rows, width = len(picked), int(lengths[picked].max())
+            ids = np.full((rows, width), self.pad_id, dtype=np.int64)
+            types = np.full((rows, width), self.pad_type_id, dtype=np.int64)
+            mask = np.zeros((rows, width), dtype=np.int64)
+            for row, index in enumerate(picked):
+                encoding, length = encodings[index], lengths[index]
+                ids[row, :length] = encoding.ids
+                types[row, :length] = encoding.type_ids
+                mask[row, :length] = encoding.attention_mask
+            (probs,) = self.session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": types})
+            out[picked] = probs
+
+        batches = batches_by_length(lengths, batch_size)
+        threads = min(settings.ENGRAM_BULK_EMBED_THREADS, len(batches))
+        if threads > 1:
+            with ThreadPoolExecutor(threads, thread_name_prefix="engram-pairs") as pool:
+                list(pool.map(run, batches))
+        else:
+            for picked in batches:
+                run(picked)
+        return out
 
 
 def onnx_file() -> Path:

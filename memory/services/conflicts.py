@@ -140,6 +140,18 @@ def compare(content: str, vector: list[float], live: Iterable[Fact]) -> list[Mat
     vector (Meaning.content); a fact is compared by its own (memory.services.nearby.content_vector).
     A pair less than RELATED_COSINE close is separate without reading."""
     facts = list(live)
+    similarities, read = _to_read(content, vector, facts)
+    verdicts = [_UNRELATED] * len(facts)
+    # the NEIGHBOURS nearest only, whatever was given (a batch's earlier items too): a bounded cost
+    pairs = [(facts[i].content, content, similarities[i]) for i in read]
+    for i, verdict in zip(read, classify_many(pairs, nearest=NEIGHBOURS, model=pair_model.active()), strict=True):
+        verdicts[i] = verdict
+    return [Match(f, v, s) for f, v, s in zip(facts, verdicts, similarities, strict=True)]
+
+
+def _to_read(content: str, vector: list[float], facts: list[Fact]) -> tuple[list[float], list[int]]:
+    """Each fact's cosine to `content` (by text for a fact without a vector) and which of them are
+    close enough to read (RELATED_COSINE)."""
     similarities = []
     for fact in facts:
         other = content_vector(fact)
@@ -147,13 +159,20 @@ def compare(content: str, vector: list[float], live: Iterable[Fact]) -> list[Mat
             similarities.append(cosine(vector, other))
         else:
             similarities.append(1.0 if normalise(fact.content) == normalise(content) else 0.0)
-    read = [i for i, s in enumerate(similarities) if s >= RELATED_COSINE]
-    verdicts = [_UNRELATED] * len(facts)
-    # the NEIGHBOURS nearest only, whatever was given (a batch's earlier items too): a bounded cost
-    pairs = [(facts[i].content, content, similarities[i]) for i in read]
-    for i, verdict in zip(read, classify_many(pairs, nearest=NEIGHBOURS, model=pair_model.active()), strict=True):
-        verdicts[i] = verdict
-    return [Match(f, v, s) for f, v, s in zip(facts, verdicts, similarities, strict=True)]
+    return similarities, [i for i, s in enumerate(similarities) if s >= RELATED_COSINE]
+
+
+def read_ahead(statements: Iterable[tuple[str, list[float], list[Fact]]]) -> None:
+    """`compare` for many (content, content vector, live facts) at once, for what it leaves behind:
+    the pair model's answers, cached (memory.pair_model.probabilities), read in one batch for all
+    the statements instead of one small batch each. The write path calls it before taking its locks
+    (memory.services.facts.read_before_locking)."""
+    pairs: list[tuple[str, str, float]] = []
+    for content, vector, facts in statements:
+        similarities, read = _to_read(content, vector, facts)
+        pairs.extend((facts[i].content, content, similarities[i]) for i in read)
+    if pairs:
+        classify_many(pairs, nearest=NEIGHBOURS, model=pair_model.active())
 
 
 _UNRELATED = Verdict(Relation.SEPARATE, "separate: unrelated (far apart in meaning)")

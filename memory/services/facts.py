@@ -49,6 +49,7 @@ from memory.services.conflicts import (
     domain_lock_key,
     follow_successor,
     lock_domain,
+    read_ahead,
     relations,
 )
 
@@ -57,7 +58,7 @@ from memory.services.conflicts import (
 from memory.services.conflicts import decide_winner as decide_winner
 from memory.services.conflicts import reinforce as reinforce
 from memory.services.embedding import schedule_embedding
-from memory.services.nearby import nearest_ids_many, nearest_live
+from memory.services.nearby import live_rows, nearest_ids_many, nearest_live
 from memory.services.tenancy import hidden_domains, require_visible_domain
 
 TOPIC_MAX = 200
@@ -235,11 +236,15 @@ def read_before_locking(items: Sequence[tuple[tuple[int, str], str, Meaning]]) -
 
     if not items or not pair_model.enabled():
         return
+    nearest = nearest_ids_many([(domain_id, meaning.content) for (domain_id, _), _, meaning in items])
+    rows = {f.pk: f for f in live_rows({pk for ids in nearest for pk in ids})}
     earlier: dict[int, list[Fact]] = {}
-    for (domain_id, _), content, meaning in items:
+    statements = []
+    for ((domain_id, _), content, meaning), ids in zip(items, nearest, strict=True):
         mine = earlier.setdefault(domain_id, [])
-        compare(content, meaning.content, [*nearest_live(domain_id, meaning.content), *mine])
+        statements.append((content, meaning.content, [*(rows[pk] for pk in ids if pk in rows), *mine]))
         mine.append(Fact(content=content, embedding=meaning.stored, content_embedding=meaning.content))
+    read_ahead(statements)
 
 
 def propose_fact_locked(*, domain: MemoryDomain, data: FactInput, by: Actor, vector: Meaning) -> ProposalResult:
@@ -640,10 +645,7 @@ def _ingest_batch(
     def read_nearby(first: int, count: int | None = None) -> None:
         rest = list(range(first, len(batch) if count is None else min(len(batch), first + count)))
         ids = nearest_ids_many([(batch[i].domain.pk, vectors[i].content) for i in rest])
-        rows = {
-            f.pk: f
-            for f in Fact.objects.select_for_update().filter(pk__in={pk for x in ids for pk in x}).live().order_by("pk")
-        }
+        rows = {f.pk: f for f in live_rows({pk for x in ids for pk in x}, lock=True)}
         nearby.update({i: [rows[pk] for pk in x if pk in rows] for i, x in zip(rest, ids, strict=True)})
 
     read_nearby(0)

@@ -14,9 +14,10 @@ not embedded yet) are compared by their text (memory.services.conflicts.compare)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from django.db import connection
+from django.db.models.functions import Coalesce
 
 from memory.classifier import RELATED_COSINE as RELATED_COSINE
 from memory.models import Fact
@@ -63,11 +64,11 @@ def nearest_ids_many(queries: Sequence[tuple[int, Sequence[float]]]) -> list[lis
     domains = [domain_id for domain_id, _ in queries]
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT q.n, f.id FROM unnest(%s::bigint[], %s::text[]) WITH ORDINALITY AS q(domain_id, v, n)"
+            "SELECT q.n, f.id FROM unnest(%s::bigint[], %s::text[]::vector[]) WITH ORDINALITY AS q(domain_id, v, n)"
             " CROSS JOIN LATERAL (SELECT id FROM memory_fact WHERE domain_id = q.domain_id"
             " AND superseded_by_id IS NULL AND status IN ('active', 'challenged')"
             " AND COALESCE(content_embedding, embedding) IS NOT NULL"
-            " ORDER BY COALESCE(content_embedding, embedding) <=> q.v::vector, id LIMIT %s) f ORDER BY q.n",
+            " ORDER BY COALESCE(content_embedding, embedding) <=> q.v, id LIMIT %s) f ORDER BY q.n",
             [domains, [_literal(v) for _, v in queries], NEIGHBOURS],
         )
         out: list[list[int]] = [[] for _ in queries]
@@ -94,11 +95,28 @@ def nearest_live(domain_id: int, vector: Sequence[float], *, lock: bool = False)
     ids = nearest_ids(domain_id, vector)
     if not ids:
         return []
-    qs = Fact.objects.filter(pk__in=ids).live().order_by("pk")
+    return live_rows(ids, lock=lock)
+
+
+def live_rows(ids: Iterable[int], *, lock: bool = False) -> list[Fact]:
+    """The live facts of `ids` in pk order (locked FOR UPDATE with `lock`), each with only the
+    vector the write path compares it by (`content_vector`): its two stored vectors are not read,
+    a third of what loading a row cost (a batch reads ten neighbours an item)."""
+    qs = (
+        Fact.objects.filter(pk__in=ids)
+        .live()
+        .defer("embedding", "content_embedding")
+        .annotate(compared_by=Coalesce("content_embedding", "embedding"))
+        .order_by("pk")
+    )
     return list(qs.select_for_update() if lock else qs)
 
 
 def content_vector(fact: Fact) -> list[float] | None:
-    """What the write path compares a live fact by: its content vector, else its stored one."""
-    vector = fact.content_embedding if fact.content_embedding is not None else fact.embedding
+    """What the write path compares a live fact by: its content vector, else its stored one (read
+    as `compared_by` by `live_rows`)."""
+    if "compared_by" in fact.__dict__:
+        vector = fact.__dict__["compared_by"]
+    else:
+        vector = fact.content_embedding if fact.content_embedding is not None else fact.embedding
     return None if vector is None else list(vector)

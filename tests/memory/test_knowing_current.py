@@ -90,6 +90,30 @@ def test_a_proposal_reads_a_bounded_number_of_neighbours_whatever_the_size_of_it
     assert len(nearest_ids(world.architecture.pk, meanings[0].content)) == NEIGHBOURS
 
 
+def test_the_neighbours_of_many_statements_are_those_of_each_and_compared_by_their_content_vector(world):
+    from memory.embeddings import embed_meanings
+    from memory.services.nearby import content_vector, live_rows, nearest_ids_many
+
+    texts = [f"Worker pool {i} drains queue q{i} every {i + 1} minutes." for i in range(15)]
+    meanings = embed_meanings([("queues", t) for t in texts])
+    for text, meaning in zip(texts, meanings, strict=True):
+        propose_fact(
+            domain=world.architecture,
+            data=FactInput(topic="queues", content=text, memory_type="convention"),
+            by=Actor.of_agent(world.coder),
+            embedding=meaning,
+        )
+    queries = [(world.architecture.pk, m.content) for m in meanings[:4]]
+    assert nearest_ids_many(queries) == [nearest_ids(domain, vector) for domain, vector in queries]
+    rows = live_rows(nearest_ids(world.architecture.pk, meanings[0].content))
+    stored = {f.pk: f for f in Fact.objects.filter(pk__in=[r.pk for r in rows])}
+    assert rows and all(content_vector(r) == list(stored[r.pk].content_embedding) for r in rows)
+    legacy = rows[0]
+    Fact.objects.filter(pk=legacy.pk).update(content_embedding=None)  # written before the column existed
+    (again,) = [r for r in live_rows([legacy.pk])]
+    assert content_vector(again) == list(stored[legacy.pk].embedding)
+
+
 # --- One question per disagreement -----------------------------------------------------------------
 
 

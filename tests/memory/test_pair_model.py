@@ -122,6 +122,42 @@ def test_far_apart_pairs_the_rules_call_separate_are_not_read_again(monkeypatch)
     assert asked == []
 
 
+def test_the_model_reads_at_most_model_reads_pairs_of_a_proposal_the_nearest_first(monkeypatch):
+    from memory.classifier.second_reading import MODEL_READS
+
+    asked: list[tuple[str, str]] = []
+
+    def probabilities(pairs):
+        asked.extend(pairs)
+        return np.tile(np.array([[0.0, 0.0, 1.0]], dtype=np.float32), (len(pairs), 1))
+
+    monkeypatch.setattr(pair_model, "probabilities", probabilities)
+    monkeypatch.setattr(pair_model, "enabled", lambda: True)
+    new = "The billing service now runs on Kubernetes."
+    olds = [f"The billing service runs on platform number {i}." for i in range(MODEL_READS + 4)]
+    items = [(old, new, 0.95 - 0.01 * i) for i, old in enumerate(olds)]
+    verdicts = classify_many(items, nearest=10, model=pair_model.active())
+    assert len(verdicts) == len(items)
+    assert 0 < len(asked) <= MODEL_READS
+    # the closest pairs are the ones read
+    assert {old for old, _ in asked} <= set(olds[:MODEL_READS])
+
+
+@pytest.mark.slow
+def test_a_pair_reads_the_same_probabilities_alone_or_in_batches_of_any_length():
+    pairs = [
+        ("The API gateway times out after 60 s.", "Gateway requests time out after one minute."),
+        ("Use tabs.", "The Go service exposes metrics on port 9090 and logs to the central bucket every night."),
+        ("We deploy on Fridays.", "Deploys moved to Thursdays."),
+    ] * 30  # several batches, of different token counts, run side by side
+    model = pair_model.OnnxPairModel(threads=1)
+    together = model.probabilities(pairs, batch_size=8)
+    alone = np.concatenate([model.probabilities([pair]) for pair in pairs[:3]])
+    assert np.allclose(together[:3], alone, atol=1e-5)
+    assert np.allclose(together[3:6], alone, atol=1e-5)
+    assert np.allclose(together.sum(axis=1), 1.0, atol=1e-4)
+
+
 def test_the_shipped_weights_were_trained_on_the_development_pairs_of_this_tree():
     from bench.train_pair_model import data_digest
     from bench.write_pairs import TRAIN
