@@ -44,8 +44,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 DATA = ROOT / "bench" / "data" / "writes"
-TUNE = ("w_mixed", "w_distinct")
-HELD_OUT = ("s_chat", "s_distinct", "t_team", "t_personal")
+# Round 7: the held-out streams of round 6 (S, T), scored twice, are tuned on beside W.
+TUNE = ("w_mixed", "w_distinct", "s_chat", "s_distinct", "t_team", "t_personal")
+HELD_OUT = ("hc_chat", "hc_distinct", "hd_team", "hd_personal")
 ROLES = ("distinct", "restatement", "update", "contradiction")
 
 
@@ -335,16 +336,97 @@ def objective(scores: list[StreamScore]) -> tuple[bool, float, dict[str, float]]
     return ok, updates + caught + merged - (total.decisions - total.real_decisions), figures
 
 
-GRID = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 2.0)
-FLOORS = (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)
+GRID = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 2.0)
+COSINE_GRID = (0.0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+FLOORS = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6)
+# Round 7: pairs the thresholds must also hold on — authors the shipped model never trained on
+# (Q and R, the held-out pairs of round 6 once scored twice, and TA, written for round 7).
+TUNE_PAIRS = ("q", "r", "ta")
+
+
+# The issue's named cases (tests/memory/test_knowing_current.py): thresholds that leave one of them
+# silent are not chosen, whatever they score. (old topic, old, new topic, new, what the write must do)
+MUST = (
+    ("deploy tool", "We deploy the web service with Helm charts.", "deploy tool",
+     "We deploy the web service with Kustomize overlays.", ("contradicts", "unsure")),
+    ("ci", "The nightly build takes 40 minutes.", "ci", "The nightly build now takes 25 minutes.", ("contradicts",)),
+    ("arch-sync", "Release freeze starts on December 20.", "planning", "Release freeze starts on January 5.",
+     ("contradicts", "unsure")),
+    ("arch-sync", "Release freeze starts on December 20.", "planning", "Release freeze now starts on January 5.",
+     ("contradicts",)),
+)  # fmt: skip
+
+
+class TuningPairs:
+    """The tuning pairs with their cosine, the rules' verdict and the shipped model's probabilities,
+    scored as the write path would act on them under thresholds `t` and relatedness floor `floor`
+    (bench.eval_writes.as_written: a cross-topic contradiction not announced as an update is asked)."""
+
+    def __init__(self, pairs: list) -> None:
+        import numpy as np
+
+        from memory import pair_model
+        from memory.classifier import classify
+        from memory.embeddings import embed_texts
+
+        self.pairs = pairs
+        vectors = np.asarray(embed_texts([x for p in self.pairs for x in (p.old, p.new)], bulk=True))
+        self.cosines = [float(vectors[2 * i] @ vectors[2 * i + 1]) for i in range(len(self.pairs))]
+        self.probabilities = pair_model.probabilities([(p.old, p.new) for p in self.pairs])
+        self.rules = [classify(p.old, p.new, c) for p, c in zip(self.pairs, self.cosines, strict=True)]
+
+    def predicted(self, t, floor: float) -> list[str]:
+        """What the write path does with each pair: same, contradicts, separate or unsure."""
+        from memory.classifier import announces_update, second_reading
+        from memory.classifier.second_reading import _asks_model
+
+        out = []
+        for p, c, probs, verdict in zip(self.pairs, self.cosines, self.probabilities, self.rules, strict=True):
+            predicted = "separate"
+            if c >= floor:
+                if _asks_model(verdict, c, p.old, p.new, t):
+                    verdict = second_reading(verdict, tuple(map(float, probs)), c, t)
+                predicted = verdict.kind.value
+                if predicted == "contradicts" and p.across_topics and not announces_update(p.new):
+                    predicted = "unsure"
+            out.append(predicted)
+        return out
+
+    def score(self, t, floor: float) -> tuple[bool, dict[str, float]]:
+        confusion: Counter[tuple[str, str]] = Counter(
+            (p.label, predicted) for p, predicted in zip(self.pairs, self.predicted(t, floor), strict=True)
+        )
+
+        def rate(gold: str, *predicted: str) -> float:
+            total = sum(n for (g, _), n in confusion.items() if g == gold)
+            return sum(confusion[(gold, x)] for x in predicted) / max(total, 1)
+
+        figures = {
+            "swallowed": rate("contradicts", "same"),
+            "caught": rate("contradicts", "contradicts", "unsure"),
+            "merged": rate("same", "same"),
+            "restatements_superseded": rate("same", "contradicts"),
+            "separate_superseded": rate("separate", "contradicts"),
+        }
+        ok = (
+            figures["swallowed"] <= 0.02
+            and figures["restatements_superseded"] <= 0.03
+            and figures["separate_superseded"] <= 0.01
+        )
+        return ok, figures
 
 
 def tune(names: list[str]) -> None:
-    """Coordinate search over the second reading's thresholds on the tuning streams, simulated."""
+    """Coordinate search over the relatedness floor and the second reading's thresholds, simulated
+    on the tuning streams, under the streams' margins (`objective`) and the pairs' (TUNE_PAIRS:
+    ≤ 2 % of contradictions merged, ≤ 3 % of restatements and ≤ 1 % of separate statements
+    superseded; each of the issue's named cases, MUST, handled as it must be); maximised: the streams' objective plus 100 × (restatements merged + contradictions
+    caught) on the pairs."""
     from dataclasses import asdict, replace
 
     from memory import pair_model
-    from memory.classifier import SECOND_READING
+    from memory.classifier import RELATED_COSINE, SECOND_READING
+    from memory.classifier import second_reading as module
     from memory.embeddings import embed_meanings
 
     model = pair_model.active()
@@ -352,27 +434,42 @@ def tune(names: list[str]) -> None:
     meanings = {
         n: embed_meanings([(x.topic, x.content) for x in v], batch_size=32, bulk=True) for n, v in streams.items()
     }
+    from bench.write_pairs import Pair, _authors
+
+    pairs = TuningPairs(_authors(TUNE_PAIRS))
+    must = TuningPairs([Pair(a, old, new, "contradicts", "", "must", b) for a, old, b, new, _ in MUST])
 
     def evaluate(t, floor):
-        return objective([simulate(streams[n], meanings[n], t, model, n, floor) for n in names])
-
-    from memory.classifier import RELATED_COSINE
+        module.RELATED_COSINE = floor  # what second_reading revises from, as the write path would ship it
+        ok, value, figures = objective([simulate(streams[n], meanings[n], t, model, n, floor) for n in names])
+        pairs_ok, pair_figures = pairs.score(t, floor)
+        pairs_ok &= all(got in case[-1] for got, case in zip(must.predicted(t, floor), MUST, strict=True))
+        value += 100 * (pair_figures["merged"] + pair_figures["caught"])
+        return ok and pairs_ok, value, {**figures, **{f"pairs_{k}": v for k, v in pair_figures.items()}}
 
     best, floor = SECOND_READING, RELATED_COSINE
     ok, value, figures = evaluate(best, floor)
-    print(f"shipped: ok={ok} value={value:.0f} {figures}", flush=True)
+    print(f"shipped: ok={ok} value={value:.1f} {_rounded(figures)}", flush=True)
     for _round in range(3):
         for f in FLOORS:
             c_ok, c_value, c_figures = evaluate(best, f)
             if c_ok and (not ok or c_value > value):
                 floor, ok, value, figures = f, c_ok, c_value, c_figures
         for name in asdict(best):
-            for x in GRID:
+            for x in COSINE_GRID if name.endswith("cosine") else GRID:
                 candidate = replace(best, **{name: x})
                 c_ok, c_value, c_figures = evaluate(candidate, floor)
                 if c_ok and (not ok or c_value > value):
                     best, ok, value, figures = candidate, c_ok, c_value, c_figures
-        print(f"round {_round + 1}: ok={ok} value={value:.0f} floor={floor} {asdict(best)} {figures}", flush=True)
+        print(
+            f"round {_round + 1}: ok={ok} value={value:.1f} floor={floor} {asdict(best)} {_rounded(figures)}",
+            flush=True,
+        )
+    module.RELATED_COSINE = RELATED_COSINE
+
+
+def _rounded(figures: dict[str, float]) -> dict[str, float]:
+    return {k: round(v, 3) for k, v in figures.items()}
 
 
 def _pct(n: int, total: int) -> str:

@@ -20,10 +20,17 @@ exclusive choices, numbers and dates, partial updates, long notes), join `TRAIN`
 U and V wrote JSONL (bench/data/writes/pairs_u.jsonl, _v.jsonl) with each side's topic and the kind
 of relation (update or contradiction, restatement or reported, related, similar or unrelated).
 
-`HELD_OUT`: authors Q (conversations and personal facts) and R (engineering, exclusive choices,
-across topics), 600 pairs in bench/data/writes/pairs_q.jsonl and _r.jsonl, written on 2026-12-03 by
-two authors who saw neither the classifier, the model nor any other pairs, and scored once on the
-frozen round-6 design. Never read while developing.
+Round 6's held-out authors were Q (conversations and personal facts) and R (engineering, exclusive
+choices, across topics), 600 pairs in bench/data/writes/pairs_q.jsonl and _r.jsonl. Scored on the
+round-6 design and again after its last change, they are round 7's tuning pairs, with TA (500 pairs,
+half conversations, half engineering, written for it): the model never trained on any of them
+(bench/eval_streams.py TUNE_PAIRS, `--tune`).
+
+`HELD_OUT` (round 7): authors HA (conversations and personal facts: chat turns, assistant notes,
+reported speech, numbers and dates) and HB (engineering: owners, tools, versions, limits,
+schedules, incidents, long notes), 600 pairs in bench/data/writes/pairs_ha.jsonl and _hb.jsonl,
+written on 2026-12-03 by two authors who saw neither the classifier, the model nor any other pairs,
+and scored once on the frozen round-7 design. Never read while developing.
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ from bench.write_pairs_b import PAIRS as PAIRS_B
 LABELS = ("same", "contradicts", "separate")
 TRAIN_AUTHORS = ("a", "b", "c", "d", "e", "f", "k", "l", "m", "n", "o", "p", "u", "v", "x", "y", "z")
 TUNE_AUTHORS = ("c", "d", "e", "f", "k", "l", "m", "n")
-HELD_OUT_AUTHORS = ("q", "r")
+HELD_OUT_AUTHORS = ("ha", "hb")
 # Round 6 (issue 34): pairs as data, one JSON object a line (bench/data/writes/pairs_X.jsonl), with
 # the topic of each side and the kind of relation (update, contradiction, restatement, …).
 JSONL = Path(__file__).resolve().parent / "data" / "writes"

@@ -195,9 +195,9 @@ def held_out_scores():
 
 
 def test_held_out_pairs_meet_the_targets(held_out_scores):
-    # the 600 pairs of authors Q and R, scored once on the frozen round-6 design (issue 34, commit
-    # d28c015, then again once the model's doubt of a SEPARATE pair was made to start at cosine 0.6
-    # as tuned): 0.0 % swallowed, 0.0 % superseded, 17.7 % unsure (first scoring: 22.2 %)
+    # the 600 pairs of authors HA and HB, scored once on the frozen round-7 design (issue 34: the
+    # round-6 thresholds, the model reading at most 3 pairs a proposal): 0.0 % swallowed, 0.0 %
+    # superseded, 24.3 % unsure
     assert held_out_scores.swallowed <= eval_writes.MAX_SWALLOWED
     assert held_out_scores.superseded <= eval_writes.MAX_SUPERSEDED
     assert held_out_scores.unsure <= eval_writes.MAX_UNSURE
@@ -211,19 +211,19 @@ def test_held_out_errors_do_not_grow(held_out_scores):
     # what the default measured on the held-out pairs: a change may only do better
     assert held_out_scores.confusion[("contradicts", "same")] == 0  # of 210
     assert held_out_scores.confusion[("same", "contradicts")] == 0  # of 150
-    assert held_out_scores.confusion[("separate", "contradicts")] == 0  # of 240
-    assert _unsure(held_out_scores) <= 106  # of 600
-    # contradictions superseded or asked (issue 34 asks ≥ 90 %; measured 33.3 %)
+    assert held_out_scores.confusion[("separate", "contradicts")] <= 2  # of 240
+    assert _unsure(held_out_scores) <= 146  # of 600
+    # contradictions superseded or asked (issue 34 asks ≥ 90 %; measured 38.1 %)
     caught = (
         held_out_scores.confusion[("contradicts", "contradicts")] + held_out_scores.confusion[("contradicts", "unsure")]
     )
-    assert caught >= 70  # of 210
+    assert caught >= 80  # of 210
 
 
 def test_held_out_errors_of_the_rules_alone_do_not_grow():
     # the rules alone (ENGRAM_PAIR_MODEL=0) on the same pairs
     scores = _held_out(eval_writes.rules_classifier)
     assert scores.confusion[("contradicts", "same")] == 0  # of 210
-    assert scores.confusion[("same", "contradicts")] <= 1  # of 150
-    assert scores.confusion[("separate", "contradicts")] == 0  # of 240
-    assert _unsure(scores) <= 70  # of 600
+    assert scores.confusion[("same", "contradicts")] == 0  # of 150
+    assert scores.confusion[("separate", "contradicts")] <= 2  # of 240
+    assert _unsure(scores) <= 115  # of 600
