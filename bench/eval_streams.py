@@ -243,7 +243,7 @@ def simulate(
                     read += 1
                     if (old, new) not in _PROBS:
                         _PROBS[(old, new)] = tuple(map(float, next(iter(probabilities([(old, new)])))))
-                    verdict = second_reading(verdict, _PROBS[(old, new)], s, t)
+                    verdict = second_reading(verdict, _PROBS[(old, new)], s, t, announced=announces_update(new))
                 if verdict.kind == Relation.CONTRADICTS and lines[k].topic != line.topic and not announces_update(new):
                     verdict = Verdict(Relation.UNSURE, verdict.reason)
                 if verdict.kind in precedence:
@@ -385,7 +385,7 @@ class TuningPairs:
             predicted = "separate"
             if c >= floor:
                 if _asks_model(verdict, c, p.old, p.new, t):
-                    verdict = second_reading(verdict, tuple(map(float, probs)), c, t)
+                    verdict = second_reading(verdict, tuple(map(float, probs)), c, t, announced=announces_update(p.new))
                 predicted = verdict.kind.value
                 if predicted == "contradicts" and p.across_topics and not announces_update(p.new):
                     predicted = "unsure"

@@ -14,7 +14,15 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from memory.classifier.reading import COMPARE_STEPS, PROPOSAL_CHARS, PROPOSAL_STEPS, READ_CHARS, Budget, normalise
+from memory.classifier.reading import (
+    COMPARE_STEPS,
+    PROPOSAL_CHARS,
+    PROPOSAL_STEPS,
+    READ_CHARS,
+    Budget,
+    announces_update,
+    normalise,
+)
 from memory.classifier.verdict import RELATED_COSINE, Relation, Verdict, classify_bounded
 
 # What gives the pair model's p(same), p(contradicts), p(separate) for each (old, new) pair.
@@ -56,6 +64,9 @@ class SecondReading:
     overrule_cosine: float = 0.0
     merge_cosine: float = 0.0
     doubt_cosine: float = 0.0
+    # round 7: the rules say SEPARATE or UNSURE, the new statement announces an update ("now",
+    # "switched to", "moved", "no longer"…: announces_update) and p(contradicts) ≥ this → CONTRADICTS
+    supersede_announced: float = 2.0
 
     @classmethod
     def never(cls) -> SecondReading:
@@ -82,10 +93,16 @@ def shipped_thresholds(card: Path = CARD) -> SecondReading:
 SECOND_READING = shipped_thresholds()
 
 
-def second_reading(verdict: Verdict, p: tuple[float, float, float], similarity: float, t: SecondReading) -> Verdict:
-    """The rules' verdict, revised by the pair model's probabilities under thresholds `t`."""
+def second_reading(
+    verdict: Verdict, p: tuple[float, float, float], similarity: float, t: SecondReading, *, announced: bool = False
+) -> Verdict:
+    """The rules' verdict, revised by the pair model's probabilities under thresholds `t`;
+    `announced`: the new statement announces an update (announces_update)."""
     same, contradicts, separate = p
     kind = verdict.kind
+    if announced and kind in (Relation.SEPARATE, Relation.UNSURE) and contradicts >= t.supersede_announced:
+        detail = verdict.reason.split(": ", 1)[-1]
+        return Verdict(Relation.CONTRADICTS, f"contradicts: an update, read together ({detail})")
     if kind == Relation.SAME and contradicts >= t.doubt_same:
         return Verdict(
             Relation.UNSURE, f"unsure: reads alike, but may contradict ({verdict.reason.split(': ', 1)[-1]})"
@@ -149,10 +166,12 @@ def _separate_floor(t: SecondReading) -> float:
 
 def _asks_model(verdict: Verdict, similarity: float, old: str, new: str, t: SecondReading | None = None) -> bool:
     """Whether the second reading may revise the rules' verdict: not for far-apart pairs the rules
-    call separate, nor for the same text up to case, spacing and punctuation (the pair model
-    once read "deploys ship every tuesday after the standup" as contradicting its capitalised,
-    full-stopped original)."""
-    if verdict.kind == Relation.SEPARATE and similarity < _separate_floor(t or SECOND_READING):
+    call separate (unless the new statement announces an update the model may recognise), nor for
+    the same text up to case, spacing and punctuation (the pair model once read "deploys ship every
+    tuesday after the standup" as contradicting its capitalised, full-stopped original)."""
+    t = t or SECOND_READING
+    announced = t.supersede_announced <= 1.0 and similarity >= RELATED_COSINE and announces_update(new)
+    if verdict.kind == Relation.SEPARATE and similarity < _separate_floor(t) and not announced:
         return False
     return normalise(old) != normalise(new)
 
@@ -200,5 +219,11 @@ def classify_many(
         return verdicts
     probs = model([(items[i][0], items[i][1]) for i in asked])
     for i, p in zip(asked, probs, strict=True):
-        verdicts[i] = second_reading(verdicts[i], (float(p[0]), float(p[1]), float(p[2])), items[i][2], SECOND_READING)
+        verdicts[i] = second_reading(
+            verdicts[i],
+            (float(p[0]), float(p[1]), float(p[2])),
+            items[i][2],
+            SECOND_READING,
+            announced=announces_update(items[i][1]),
+        )
     return verdicts

@@ -69,6 +69,20 @@ def test_the_second_reading_revises_the_rules_only_past_its_thresholds(rules, p,
         assert verdict.reason.startswith(opening) and "because" in verdict.reason, verdict
 
 
+def test_an_announced_update_the_model_reads_as_contradicting_supersedes_past_its_threshold():
+    from dataclasses import replace
+
+    t = replace(T, supersede_announced=0.8)
+    p = (0.05, 0.85, 0.1)
+    for rules in (Relation.SEPARATE, Relation.UNSURE):
+        assert second_reading(_v(rules), p, 0.7, t, announced=True).kind == Relation.CONTRADICTS
+        # not announced, or below the threshold: the other thresholds decide as before
+        assert second_reading(_v(rules), p, 0.7, t).kind == second_reading(_v(rules), p, 0.7, T).kind
+        assert second_reading(_v(rules), (0.05, 0.75, 0.2), 0.7, t, announced=True).kind != Relation.CONTRADICTS
+    # the rules' SAME is never turned into a supersession by it
+    assert second_reading(_v(Relation.SAME), p, 0.7, t, announced=True).kind != Relation.CONTRADICTS
+
+
 def test_a_threshold_above_one_never_fires():
     off = SecondReading.never()
     for kind in Relation:
