@@ -117,16 +117,9 @@ class OnnxEncoder:
         out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
 
         def run(picked: list[int]) -> None:
-            rows, width = len(picked), int(lengths[picked].max())
-            ids = np.full((rows, width), self.pad_id, dtype=np.int64)
-            types = np.full((rows, width), self.pad_type_id, dtype=np.int64)
-            mask = np.zeros((rows, width), dtype=np.int64)
-            for row, index in enumerate(picked):
-                encoding, length = encodings[index], lengths[index]
-                ids[row, :length] = encoding.ids
-                types[row, :length] = encoding.type_ids
-                mask[row, :length] = encoding.attention_mask
-            (hidden,) = self.session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": types})
+            feed = padded_batch(encodings, lengths, picked, self.pad_id, self.pad_type_id)
+            mask = feed["attention_mask"]
+            (hidden,) = self.session.run(None, feed)
             weights = mask[..., None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
             pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
@@ -149,6 +142,23 @@ class OnnxEncoder:
 # products less efficiently than padding costs).
 PAD_WASTE = 0.05
 MIN_BATCH_TOKENS = 128
+
+
+def padded_batch(
+    encodings: Sequence[Any], lengths: np.ndarray, picked: list[int], pad_id: int, pad_type_id: int
+) -> dict[str, np.ndarray]:
+    """The model's inputs for the tokenized texts at `picked` (unpadded `encodings` of `lengths`
+    tokens), padded to the longest of them with the tokenizer's own pad."""
+    rows, width = len(picked), int(lengths[picked].max())
+    ids = np.full((rows, width), pad_id, dtype=np.int64)
+    types = np.full((rows, width), pad_type_id, dtype=np.int64)
+    mask = np.zeros((rows, width), dtype=np.int64)
+    for row, index in enumerate(picked):
+        encoding, length = encodings[index], lengths[index]
+        ids[row, :length] = encoding.ids
+        types[row, :length] = encoding.type_ids
+        mask[row, :length] = encoding.attention_mask
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
 
 
 def batches_by_length(lengths: np.ndarray, batch_size: int) -> list[list[int]]:

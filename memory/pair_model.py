@@ -172,7 +172,7 @@ class OnnxPairModel:
 
         from django.conf import settings
 
-        from memory.embeddings import batches_by_length
+        from memory.embeddings import batches_by_length, padded_batch
 
         out = np.zeros((len(pairs), len(LABELS)), dtype=np.float32)
         if not pairs:
@@ -181,16 +181,7 @@ class OnnxPairModel:
         lengths = np.array([len(e.ids) for e in encodings], dtype=np.int64)
 
         def run(picked: list[int]) -> None:
-            rows, width = len(picked), int(lengths[picked].max())
-            ids = np.full((rows, width), self.pad_id, dtype=np.int64)
-            types = np.full((rows, width), self.pad_type_id, dtype=np.int64)
-            mask = np.zeros((rows, width), dtype=np.int64)
-            for row, index in enumerate(picked):
-                encoding, length = encodings[index], lengths[index]
-                ids[row, :length] = encoding.ids
-                types[row, :length] = encoding.type_ids
-                mask[row, :length] = encoding.attention_mask
-            (probs,) = self.session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": types})
+            (probs,) = self.session.run(None, padded_batch(encodings, lengths, picked, self.pad_id, self.pad_type_id))
             out[picked] = probs
 
         batches = batches_by_length(lengths, batch_size)
