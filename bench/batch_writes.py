@@ -143,6 +143,15 @@ def timed_proposals(key: str, facts: list[corpus.GeneratedFact], **where: str) -
 DISTINCT_STREAMS = ("w_distinct", "s_distinct")
 
 
+def post_batch(key: str, items: list[dict[str, Any]], outcomes: Counter[str]) -> None:
+    """POST facts/batch/ with `items`, counting each item's outcome (or error code) in `outcomes`."""
+    status, answer = post("/api/v1/facts/batch/", {"items": items}, key)
+    if status != 200:
+        raise RuntimeError(f"facts/batch/ answered {status}: {answer}")
+    for result in answer["results"]:
+        outcomes[result["outcome"] if result["status"] == 201 else result["error"]["code"]] += 1
+
+
 def distinct_rate(key: str) -> None:
     """Issue 34: 300 distinct statements into one topic through POST facts/batch/ (the target is
     ≥ 30 facts/s), in a domain of their own: statements people wrote to be distinct
@@ -161,11 +170,7 @@ def distinct_rate(key: str) -> None:
             {"domain": "distinct-domain", "topic": "conversation", "content": text, "memory_type": "observation"}
             for text in texts[first : first + BATCH]
         ]
-        status, answer = post("/api/v1/facts/batch/", {"items": items}, key)
-        if status != 200:
-            raise RuntimeError(f"facts/batch/ answered {status}: {answer}")
-        for result in answer["results"]:
-            outcomes[result["outcome"] if result["status"] == 201 else result["error"]["code"]] += 1
+        post_batch(key, items, outcomes)
     print(
         f"{len(texts)} distinct statements people wrote into one topic (POST facts/batch/): "
         f"{len(texts) / (time.monotonic() - began):.1f} facts/s {dict(outcomes)} (target ≥ 30)",
@@ -186,11 +191,7 @@ def topic_cost(key: str, pool: list[corpus.GeneratedFact]) -> None:
             {**body_of(f), "repo": None, "domain": "architecture", "topic": "one-busy-topic"}
             for f in fill[first : first + BATCH]
         ]
-        status, answer = post("/api/v1/facts/batch/", {"items": items}, key)
-        if status != 200:
-            raise RuntimeError(f"facts/batch/ answered {status}: {answer}")
-        for result in answer["results"]:
-            outcomes[result["outcome"] if result["status"] == 201 else result["error"]["code"]] += 1
+        post_batch(key, items, outcomes)
         if first + BATCH == 300:
             print(
                 f"300 statements of the corpus into one topic (POST facts/batch/): {300 / (time.monotonic() - began):.1f} facts/s",

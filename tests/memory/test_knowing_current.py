@@ -74,35 +74,33 @@ def test_other_domains_are_never_compared(world):
     assert result.outcome == "created"
 
 
-def test_a_proposal_reads_a_bounded_number_of_neighbours_whatever_the_size_of_its_topic(world):
+def _propose_all(world, topic: str, texts: list[str]) -> list:
+    """Each text proposed in turn under `topic`; their Meanings."""
     from memory.embeddings import embed_meanings
 
-    texts = [f"Service number {i} listens on port {8000 + i} and logs to bucket b{i}." for i in range(40)]
-    meanings = embed_meanings([("ports", t) for t in texts])
+    meanings = embed_meanings([(topic, t) for t in texts])
     for text, meaning in zip(texts, meanings, strict=True):
         propose_fact(
             domain=world.architecture,
-            data=FactInput(topic="ports", content=text, memory_type="convention"),
+            data=FactInput(topic=topic, content=text, memory_type="convention"),
             by=Actor.of_agent(world.coder),
             embedding=meaning,
         )
+    return meanings
+
+
+def test_a_proposal_reads_a_bounded_number_of_neighbours_whatever_the_size_of_its_topic(world):
+    texts = [f"Service number {i} listens on port {8000 + i} and logs to bucket b{i}." for i in range(40)]
+    meanings = _propose_all(world, "ports", texts)
     assert Fact.objects.filter(topic="ports").live().count() >= NEIGHBOURS * 2
     assert len(nearest_ids(world.architecture.pk, meanings[0].content)) == NEIGHBOURS
 
 
 def test_the_neighbours_of_many_statements_are_those_of_each_and_compared_by_their_content_vector(world):
-    from memory.embeddings import embed_meanings
     from memory.services.nearby import content_vector, live_rows, nearest_ids_many
 
     texts = [f"Worker pool {i} drains queue q{i} every {i + 1} minutes." for i in range(15)]
-    meanings = embed_meanings([("queues", t) for t in texts])
-    for text, meaning in zip(texts, meanings, strict=True):
-        propose_fact(
-            domain=world.architecture,
-            data=FactInput(topic="queues", content=text, memory_type="convention"),
-            by=Actor.of_agent(world.coder),
-            embedding=meaning,
-        )
+    meanings = _propose_all(world, "queues", texts)
     queries = [(world.architecture.pk, m.content) for m in meanings[:4]]
     assert nearest_ids_many(queries) == [nearest_ids(domain, vector) for domain, vector in queries]
     rows = live_rows(nearest_ids(world.architecture.pk, meanings[0].content))
