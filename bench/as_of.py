@@ -36,7 +36,7 @@ from agents.services import create_agent  # noqa: E402
 from bench import corpus  # noqa: E402
 from bench.common import recreate_database  # noqa: E402
 from memory.actors import Actor  # noqa: E402
-from memory.embeddings import embed_text, embed_texts  # noqa: E402
+from memory.embeddings import embed_text, embed_texts, vector_literal  # noqa: E402
 from memory.models import AuditEvent, Fact, MemoryDomain  # noqa: E402
 from memory.search import voices  # noqa: E402
 from memory.search.hybrid import MODES, search_memory  # noqa: E402
@@ -152,7 +152,7 @@ def recall(scope: voices.Scope, tasks: list[str]) -> None:
         exact = list(
             scope.facts()
             .exclude(embedding__isnull=True)
-            .extra(select={"d": "embedding <=> %s::vector"}, select_params=[voices._vector_literal(vector)])
+            .extra(select={"d": "embedding <=> %s::vector"}, select_params=[vector_literal(vector)])
             .order_by("d")
             .values_list("pk", flat=True)[:10]
         )

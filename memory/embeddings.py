@@ -319,6 +319,11 @@ def fact_text(topic: str, content: str) -> str:
     return f"{topic}: {content}" if topic else content
 
 
+def vector_literal(vector: Sequence[float]) -> str:
+    """A vector as pgvector's text form, for a raw query's `%s::vector`."""
+    return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
+
+
 class Meaning(NamedTuple):
     """A statement's two vectors: `stored` (its topic and content, fact_text: what search ranks by)
     and `content` (the content alone: what the write path finds and reads neighbours by, whatever

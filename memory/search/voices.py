@@ -20,6 +20,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import DEFERRED, QuerySet
 
 from memory import decay
+from memory.embeddings import vector_literal
 from memory.models import Fact, MemoryDomain, Repo
 from memory.routing import read_connection
 from memory.search.as_of import mentioned_then_sql
@@ -537,10 +538,6 @@ def explain(sql: str, params: Sequence[Any]) -> str:
         return "\n".join(row[0] for row in cursor.fetchall())
 
 
-def _vector_literal(vector: Sequence[float]) -> str:
-    return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
-
-
 def semantic_sql(scope: Scope, vector: Sequence[float], *, limit: int) -> tuple[str, list[Any]]:
     """Nearest facts by cosine distance: ORDER BY embedding <=> query LIMIT k is served by the
     HNSW index (hnsw.ef_search is 200 for the database, migration 0006). That index holds only
@@ -548,7 +545,7 @@ def semantic_sql(scope: Scope, vector: Sequence[float], *, limit: int) -> tuple[
     the past: an `as_of` / `valid_at` scope orders by an expression the index cannot serve, so
     PostgreSQL scans exactly — slower, but no old fact is missed."""
     where, params = _scope_where(scope)
-    literal = _vector_literal(vector)
+    literal = vector_literal(vector)
     order = "memory_fact.embedding <=> %s::vector" if scope.current else "(memory_fact.embedding <=> %s::vector) + 0"
     sql = (
         "SELECT memory_fact.id, 1 - (memory_fact.embedding <=> %s::vector) FROM memory_fact"  # noqa: S608 -- `where` is the compiled scope queryset; values are bound params

@@ -535,26 +535,20 @@ def ask(*, proposed: Fact, chosen: Match, matches: Iterable[Match], by: Actor, n
     (several proposals against one fact), else a new one headed by the closest pair. Answers the
     proposal's pair with `chosen`."""
     head = open_question_about(chosen.fact)
-    first = open_possible_conflict(
-        existing=chosen.fact,
-        proposed=proposed,
-        by=by,
-        similarity=chosen.similarity,
-        reason=chosen.verdict.reason,
-        now=now,
-        question=head,
-    )
-    for m in matches:
-        if m.kind == Relation.UNSURE and m.fact.pk != chosen.fact.pk:
-            open_possible_conflict(
-                existing=m.fact,
-                proposed=proposed,
-                by=by,
-                similarity=m.similarity,
-                reason=m.verdict.reason,
-                now=now,
-                question=head or first,
-            )
+    others = [m for m in matches if m.kind == Relation.UNSURE and m.fact.pk != chosen.fact.pk]
+    first: Conflict | None = None
+    for m in [chosen, *others]:
+        opened = open_possible_conflict(
+            existing=m.fact,
+            proposed=proposed,
+            by=by,
+            similarity=m.similarity,
+            reason=m.verdict.reason,
+            now=now,
+            question=head or first,
+        )
+        first = first or opened
+    assert first is not None
     return first
 
 

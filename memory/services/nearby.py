@@ -20,6 +20,7 @@ from django.db import connection
 from django.db.models.functions import Coalesce
 
 from memory.classifier import RELATED_COSINE as RELATED_COSINE
+from memory.embeddings import vector_literal
 from memory.models import Fact
 
 # How many of the nearest live facts a proposal is read against, and the cosine (content alone)
@@ -30,14 +31,10 @@ NEIGHBOURS = 10
 UNEMBEDDED = 50
 
 
-def _literal(vector: Sequence[float]) -> str:
-    return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
-
-
 def nearest_ids(domain_id: int, vector: Sequence[float], *, limit: int = NEIGHBOURS) -> list[int]:
     """The ids of the `limit` live facts of the domain nearest to `vector` (a content vector),
     nearest first, then the newest live facts without any vector."""
-    literal = _literal(vector)
+    literal = vector_literal(vector)
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT id FROM memory_fact WHERE domain_id = %s AND superseded_by_id IS NULL"
@@ -69,7 +66,7 @@ def nearest_ids_many(queries: Sequence[tuple[int, Sequence[float]]]) -> list[lis
             " AND superseded_by_id IS NULL AND status IN ('active', 'challenged')"
             " AND COALESCE(content_embedding, embedding) IS NOT NULL"
             " ORDER BY COALESCE(content_embedding, embedding) <=> q.v, id LIMIT %s) f ORDER BY q.n",
-            [domains, [_literal(v) for _, v in queries], NEIGHBOURS],
+            [domains, [vector_literal(v) for _, v in queries], NEIGHBOURS],
         )
         out: list[list[int]] = [[] for _ in queries]
         for n, pk in cursor.fetchall():
