@@ -7,9 +7,7 @@ admin asks, never on a timer; each reports what it did in its return value and a
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
@@ -27,12 +25,17 @@ from memory.services.conflicts import (
     apply_conflict,
     apply_same,
     lock_domain,
-    lock_topic,
     open_possible_conflict,
     settled_pairs,
     topic_rule,
 )
-from memory.services.facts import FactInput, Outcome, embed_live_without_vectors, propose_fact
+from memory.services.facts import (
+    FactInput,
+    Outcome,
+    embed_live_without_vectors,
+    embed_live_without_vectors_of,
+    propose_fact,
+)
 from memory.services.nearby import NEIGHBOURS, RELATED_COSINE, content_vector
 from memory.services.tenancy import create_domain, require_visible_domain, unknown_domain
 
@@ -153,8 +156,8 @@ def consolidate(*, agent: Agent, session_id: str | None = None) -> Consolidation
         elif result.conflict is not None:
             report.conflicts += 1
         touched.add((domain.pk, topic))
-    for domain_id, topic in sorted(touched):
-        report.merged += merge_near_duplicates(domain_id=domain_id, topic=topic, by=by)
+    for domain_id in sorted({domain_id for domain_id, _ in touched}):
+        report.merged += merge_near_duplicates(domain_id=domain_id, by=by)
     with transaction.atomic():
         record_event(
             actor=by,
@@ -185,67 +188,37 @@ def _older_newer(a: Fact, b: Fact) -> tuple[Fact, Fact]:
     return (a, b) if (b.observed_at, b.pk) > (a.observed_at, a.pk) else (b, a)
 
 
-def _read_pairs_before_locking(
-    domain_id: int, topic: str, orient: Callable[[Fact, Fact], tuple[Fact, Fact]], *, different_authors: bool = False
-) -> None:
-    """Classify a topic's live pairs (each as `orient` gives it: old, new) before its lock is taken,
-    so the pair model's answers are cached when the locked pass below asks again and no inference
-    runs under the lock. Pairs already settled by a person, and with `different_authors` pairs of
-    one author, are skipped as the locked pass skips them. Nothing to do when the model is off."""
-    if not pair_model.enabled():
-        return
-    live = list(
-        Fact.objects.filter(domain_id=domain_id, topic=topic, embedding__isnull=False)
-        .live()
-        .order_by("pk")
-        .only(
-            "pk",
-            "content",
-            "embedding",
-            "content_embedding",
-            "observed_at",
-            "created_by_agent_id",
-            "created_by_user_id",
+def merge_near_duplicates(*, domain_id: int, by: Actor, topic: str | None = None) -> int:
+    """Merge live facts of one domain that say the same thing (the classifier's SAME), each read
+    against its nearest live facts of the domain by meaning whatever their topic (`neighbour_pairs`,
+    as a proposal is read: issue 34), or of one `topic` only: the stronger one (veracity,
+    confidence, mentions, age) absorbs the other — its text kept as a mention, its mentions and
+    count added — and the other is superseded by it. A pair a person called both true, or is asked
+    about, is left alone. The pair model reads the pairs before the domain's lock is taken."""
+    topics = [topic] if topic is not None else Fact.objects.filter(domain_id=domain_id).live().values("topic")
+    embed_live_without_vectors_of((domain_id, t if isinstance(t, str) else t["topic"]) for t in topics)
+    model = pair_model.active()
+    if model is not None:
+        before = _live_of(domain_id, topic)
+        settled = settled_pairs(f.pk for f in before)
+        classify_many(
+            [
+                (a.content, b.content, s)
+                for a, b, s in neighbour_pairs(before)
+                if frozenset((a.pk, b.pk)) not in settled
+            ],
+            model=model,
         )
-    )
-    if len(live) < 2:
-        return
-    settled = settled_pairs(f.pk for f in live)
-    items = []
-    for a, b in combinations(live, 2):
-        if frozenset((a.pk, b.pk)) in settled:
-            continue
-        if different_authors and (a.created_by_agent_id, a.created_by_user_id) == (
-            b.created_by_agent_id,
-            b.created_by_user_id,
-        ):
-            continue
-        old, new = orient(a, b)
-        items.append((old.content, new.content, _cosine(a, b)))
-    classify_many(items, model=pair_model.active())
-
-
-def merge_near_duplicates(*, domain_id: int, topic: str, by: Actor) -> int:
-    """Merge live facts of one domain+topic that say the same thing (the classifier's SAME): the
-    stronger one (veracity, confidence, mentions, age) absorbs the other — its text kept as a
-    mention, its mentions and count added — and the other is superseded by it. A pair a person
-    called both true, or is asked about, is left alone."""
-    embed_live_without_vectors(domain_id, topic)
-    _read_pairs_before_locking(domain_id, topic, lambda a, b: (a, b))
     merged = 0
     with transaction.atomic():
-        lock_topic(domain_id, topic)
-        live = list(Fact.objects.select_for_update().filter(domain_id=domain_id, topic=topic).live().order_by("pk"))
+        lock_domain(domain_id)
+        live = _live_of(domain_id, topic, lock=True)
         settled = settled_pairs(f.pk for f in live) if len(live) > 1 else set()
         gone: set[int] = set()
-        for a, b in combinations(live, 2):
-            if a.pk in gone or b.pk in gone or a.embedding is None or b.embedding is None:
+        for a, b, similarity in neighbour_pairs(live):  # a is the older (pk order)
+            if a.pk in gone or b.pk in gone or frozenset((a.pk, b.pk)) in settled:
                 continue
-            if frozenset((a.pk, b.pk)) in settled:
-                continue
-            similarity = _cosine(a, b)
-            # a is the older (pk order)
-            verdict = classify_many([(a.content, b.content, similarity)], model=pair_model.active())[0]
+            verdict = classify_many([(a.content, b.content, similarity)], model=model)[0]
             if verdict.kind != Relation.SAME:
                 continue
             keep, drop = sorted(
@@ -265,6 +238,14 @@ def merge_near_duplicates(*, domain_id: int, topic: str, by: Actor) -> int:
             # The dropped fact's open conflicts now ask about `keep`: those pairs are left alone too.
             settled = settled_pairs(f.pk for f in live)
     return merged
+
+
+def _live_of(domain_id: int, topic: str | None, *, lock: bool = False) -> list[Fact]:
+    """The live facts of a domain (or of one of its topics), in pk order; locked with `lock`."""
+    qs = Fact.objects.filter(domain_id=domain_id).live().order_by("pk")
+    if topic is not None:
+        qs = qs.filter(topic=topic)
+    return list(qs.select_for_update() if lock else qs)
 
 
 def _cosine(a: Fact, b: Fact) -> float:

@@ -245,6 +245,28 @@ def test_harmonize_opens_an_unsure_pair_once(world):
     assert Fact.objects.filter(topic="team").live().count() == 2
 
 
+def test_near_duplicates_filed_under_two_topics_of_a_domain_are_merged_and_other_domains_are_not(world):
+    def fact(domain, topic: str, content: str) -> Fact:
+        made = Fact.objects.create(
+            workspace=world.workspace,
+            domain=domain,
+            topic=topic,
+            content=content,
+            memory_type="convention",
+            confidence=0.7,
+        )
+        (vector,) = embed_texts([fact_text(topic, content)])
+        Fact.objects.filter(pk=made.pk).update(embedding=vector, content_embedding=embed_texts([content])[0])
+        return made
+
+    first = fact(world.architecture, "logs", "We keep logs for 30 days.")
+    second = fact(world.architecture, "retention", "We keep logs for 30 days")
+    elsewhere = fact(world.conventions, "logs", "We keep logs for 30 days.")
+    assert merge_near_duplicates(domain_id=world.architecture.pk, by=Actor.of_agent(world.coder)) == 1
+    assert Fact.objects.filter(pk__in=(first.pk, second.pk)).live().count() == 1
+    assert Fact.objects.filter(pk=elsewhere.pk).live().exists()
+
+
 def test_a_merged_near_duplicate_keeps_its_text_as_a_mention(world):
     common = dict(workspace=world.workspace, domain=world.architecture, topic="logs", memory_type="convention")
     kept = Fact.objects.create(content="We keep logs for 30 days.", veracity="human_stated", confidence=1.0, **common)
