@@ -45,7 +45,7 @@ from bench.write_pairs_a import PAIRS as PAIRS_A
 from bench.write_pairs_b import PAIRS as PAIRS_B
 
 LABELS = ("same", "contradicts", "separate")
-TRAIN_AUTHORS = ("a", "b", "c", "d", "e", "f", "k", "l", "m", "n", "o", "p", "u", "v", "x", "y", "z")
+TRAIN_AUTHORS = ("a", "b", "c", "d", "e", "f", "k", "l", "m", "n", "o", "p", "u", "v", "x", "y", "z", "q", "r", "tf")
 TUNE_AUTHORS = ("c", "d", "e", "f", "k", "l", "m", "n")
 HELD_OUT_AUTHORS = ("ha", "hb")
 # Round 6 (issue 34): pairs as data, one JSON object a line (bench/data/writes/pairs_X.jsonl), with
