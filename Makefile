@@ -66,6 +66,7 @@ test: lint
 bench: install
 	@$(PY) -m bench.run $(BENCH_ARGS)
 	@$(PY) -m bench.batch_writes
+	@$(PY) -m bench.nearby_scale
 
 serve-prod: install
 	@bin/serve-prod
