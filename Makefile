@@ -32,7 +32,7 @@ $(STAMP): requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PIP) install -q --upgrade pip 2>&1 | $(QUIET_PIP)
 	@echo "==> torch (CPU build) and sentence-transformers…"
-	@$(PIP) install -q torch==2.13.0 sentence-transformers==6.2.0 2>&1 | $(QUIET_PIP)
+	@$(PIP) install -q torch==2.13.0 sentence-transformers==6.2.0 transformers==5.24.0 2>&1 | $(QUIET_PIP)
 	@echo "==> everything else…"
 	@$(PIP) install -q -r requirements.txt 2>&1 | $(QUIET_PIP)
 	@$(PY) -c "import django, torch, sentence_transformers, psycopg, pgvector" || { echo "Installation is incomplete: see the pip output above."; exit 1; }

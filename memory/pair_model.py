@@ -76,7 +76,10 @@ def build(torch_threads: int | None = None, attention: str | None = None) -> tup
         torch.set_num_threads(torch_threads)
     path = str(model_path())
     tokenizer = AutoTokenizer.from_pretrained(path)
-    encoder = AutoModel.from_pretrained(path, **({"attn_implementation": attention} if attention else {}))
+    if attention:
+        encoder = AutoModel.from_pretrained(path, attn_implementation=attention)
+    else:
+        encoder = AutoModel.from_pretrained(path)
     head = torch.nn.Sequential(torch.nn.Dropout(0.1), torch.nn.Linear(encoder.config.hidden_size, len(LABELS)))
     return tokenizer, encoder, head
 
