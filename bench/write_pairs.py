@@ -22,15 +22,24 @@ of relation (update or contradiction, restatement or reported, related, similar 
 
 Round 6's held-out authors were Q (conversations and personal facts) and R (engineering, exclusive
 choices, across topics), 600 pairs in bench/data/writes/pairs_q.jsonl and _r.jsonl. Scored on the
-round-6 design and again after its last change, they are round 7's tuning pairs, with TA (500 pairs,
-half conversations, half engineering, written for it): the model never trained on any of them
+round-6 design and again after its last change, they joined `TRAIN` in round 7, with the training
+streams TF (bench/data/writes/stream_tf_*.jsonl, as pairs: `stream_pairs`). TA (500 pairs, half
+conversations, half engineering) was written for tuning: the model never trains on it
 (bench/eval_streams.py TUNE_PAIRS, `--tune`).
 
-`HELD_OUT` (round 7): authors HA (conversations and personal facts: chat turns, assistant notes,
-reported speech, numbers and dates) and HB (engineering: owners, tools, versions, limits,
-schedules, incidents, long notes), 600 pairs in bench/data/writes/pairs_ha.jsonl and _hb.jsonl,
-written on 2026-12-03 by two authors who saw neither the classifier, the model nor any other pairs,
-and scored once on the frozen round-7 design. Never read while developing.
+Round 7's held-out authors HA (conversations) and HB (engineering), scored on the round-7 design
+and again after its last change, join `TRAIN` in round 8 (issue 34), with four training authors
+written for it: TG1 (personal facts against casual chat turns that share few words with them:
+implied updates, denials), TG2 (exclusive attributes: only the value or only the entity differs),
+TG3 (long messages in which one sentence bears on the stored fact) and TG4 (heavy paraphrase,
+reported speech, updates stated without "now"), 600 pairs each.
+
+`HELD_OUT` (round 8): authors HE (conversations and personal memory of users in several countries,
+chat turns sharing few words with the stored note) and HF (engineering knowledge of a container-port
+operator: services, owners, tools, versions, limits, schedules), 600 pairs in
+bench/data/writes/pairs_he.jsonl and _hf.jsonl, written on 2026-12-03 by two authors who saw
+neither the classifier, the model nor any other pairs, and scored once on the frozen round-8
+design. Never read while developing.
 """
 
 from __future__ import annotations
@@ -45,9 +54,12 @@ from bench.write_pairs_a import PAIRS as PAIRS_A
 from bench.write_pairs_b import PAIRS as PAIRS_B
 
 LABELS = ("same", "contradicts", "separate")
-TRAIN_AUTHORS = ("a", "b", "c", "d", "e", "f", "k", "l", "m", "n", "o", "p", "u", "v", "x", "y", "z", "q", "r", "tf")
+TRAIN_AUTHORS = (
+    "a", "b", "c", "d", "e", "f", "k", "l", "m", "n", "o", "p", "u", "v", "x", "y", "z", "q", "r", "tf",
+    "ha", "hb", "tg1", "tg2", "tg3", "tg4",
+)  # fmt: skip
 TUNE_AUTHORS = ("c", "d", "e", "f", "k", "l", "m", "n")
-HELD_OUT_AUTHORS = ("ha", "hb")
+HELD_OUT_AUTHORS = ("he", "hf")
 # Round 6 (issue 34): pairs as data, one JSON object a line (bench/data/writes/pairs_X.jsonl), with
 # the topic of each side and the kind of relation (update, contradiction, restatement, …).
 JSONL = Path(__file__).resolve().parent / "data" / "writes"
