@@ -21,8 +21,9 @@ form one attribute's chain, and a pair inside one chain is the real relation.
 
     python -m bench.eval_streams [--part tune|held-out|all] [--stream NAME ...]
 
-The tuning streams (author W) are what the write path's choices are made on; the held-out streams
-(authors S and T) are scored once per frozen design.
+The tuning streams (TUNE: W, and the held-out streams of rounds 6 and 7, S, T, HC and HD) are what
+the write path's choices are made on; the held-out streams (HELD_OUT: HG and HH, round 8) are scored
+once per frozen design.
 """
 
 from __future__ import annotations
@@ -44,9 +45,14 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 DATA = ROOT / "bench" / "data" / "writes"
-# Round 7: the held-out streams of round 6 (S, T), scored twice, are tuned on beside W.
-TUNE = ("w_mixed", "w_distinct", "s_chat", "s_distinct", "t_team", "t_personal")
-HELD_OUT = ("hc_chat", "hc_distinct", "hd_team", "hd_personal")
+# Round 7: the held-out streams of round 6 (S, T), scored twice, are tuned on beside W. Round 8: so
+# are round 7's (HC, HD); the held-out streams are HG (a chat with an assistant, and 200 distinct
+# statements on one topic) and HH (a team's agent, and an assistant's memory of one person).
+TUNE = (
+    "w_mixed", "w_distinct", "s_chat", "s_distinct", "t_team", "t_personal",
+    "hc_chat", "hc_distinct", "hd_team", "hd_personal",
+)  # fmt: skip
+HELD_OUT = ("hg_chat", "hg_distinct", "hh_team", "hh_personal")
 ROLES = ("distinct", "restatement", "update", "contradiction")
 
 
@@ -305,11 +311,13 @@ def objective(scores: list[StreamScore]) -> tuple[bool, float, dict[str, float]]
     recognised, contradictions caught and restatements merged, less every question that was not a
     real contradiction."""
     total = StreamScore("all")
+    one_topic = StreamScore("distinct streams")
     for s in scores:
-        total.writes += s.writes
-        total.decisions += s.decisions
-        total.real_decisions += s.real_decisions
-        total.outcomes.update(s.outcomes)
+        for into in (total, one_topic) if s.name.endswith("_distinct") else (total,):
+            into.writes += s.writes
+            into.decisions += s.decisions
+            into.real_decisions += s.real_decisions
+            into.outcomes.update(s.outcomes)
     wrong_distinct, n_distinct = total.share("distinct", "merged", "superseded")
     superseded, n_restated = total.share("restatement", "superseded")
     swallowed, n_changed = total.share("update", "merged")
@@ -325,20 +333,33 @@ def objective(scores: list[StreamScore]) -> tuple[bool, float, dict[str, float]]
         "caught": caught / max(n_contra, 1),
         "distinct_wrong": wrong_distinct / max(n_distinct, 1),
     }
-    asked_distinct, _ = total.share("distinct", "asked")
-    ok = (
-        wrong_distinct <= 0.01 * n_distinct
-        and asked_distinct <= 0.03 * n_distinct
-        and superseded <= 0.03 * n_restated
-        and swallowed + swallowed_c <= 0.02 * (n_changed + n_contra)
-        and total.per_100(total.decisions) <= 10
+    # the issue's margin on questions about distinct statements is on a stream of distinct statements
+    # on one topic (round 8; until round 7 every distinct line of every stream counted, among them
+    # the look-alike progressions of a mixed stream — "expecting a baby" / "the baby arrived")
+    asked_distinct, n_one_topic = one_topic.share("distinct", "asked")
+    figures["distinct_asked"] = asked_distinct / max(n_one_topic, 1)
+    figures["outside"] = outside(
+        (wrong_distinct, 0.01 * n_distinct),
+        (asked_distinct, 0.03 * n_one_topic),
+        (superseded, 0.03 * n_restated),
+        (swallowed + swallowed_c, 0.02 * (n_changed + n_contra)),
+        (total.per_100(total.decisions), 10),
     )
+    ok = figures["outside"] == 0
     return ok, updates + caught + merged - (total.decisions - total.real_decisions), figures
 
 
-GRID = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 2.0)
-COSINE_GRID = (0.0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
-FLOORS = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6)
+def outside(*measured: tuple[float, float]) -> float:
+    """How far (value, limit) pairs are beyond their limits, each relative to its limit: 0 when
+    every margin holds. The tuner climbs this down first when it starts outside the margins (a
+    retrained model may read the shipped thresholds differently)."""
+    return sum(max(0.0, value - limit) / max(limit, 1e-9) for value, limit in measured)
+
+
+GRID = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.55, 0.6, 0.62, 0.65, 0.7, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 2.0)
+COSINE_GRID = (0.0, 0.3, 0.4, 0.5, 0.55, 0.6, 0.61, 0.65, 0.7, 0.8)
+# (none above 0.5: Mia / Omar, MUST, are 0.51 apart; a floor above it can never read them)
+FLOORS = (0.3, 0.35, 0.4, 0.45, 0.5)
 # Round 7: pairs the thresholds must also hold on — an author the shipped model never trained on
 # (TA, written for round 7; Q and R, round 6's held-out pairs scored twice, are training pairs now).
 TUNE_PAIRS = ("ta",)
@@ -349,6 +370,9 @@ TUNE_PAIRS = ("ta",)
 MUST = (
     ("deploy tool", "We deploy the web service with Helm charts.", "deploy tool",
      "We deploy the web service with Kustomize overlays.", ("contradicts", "unsure")),
+    # round 8: the exclusive owner the write path's own tests ask about (tests/memory/test_write_relations.py;
+    # content cosine 0.51: a floor above it leaves a new lead and the old one two silent live facts)
+    ("team", "Mia leads the platform team.", "team", "Omar leads the platform team.", ("contradicts", "unsure")),
     ("ci", "The nightly build takes 40 minutes.", "ci", "The nightly build now takes 25 minutes.", ("contradicts",)),
     ("arch-sync", "Release freeze starts on December 20.", "planning", "Release freeze starts on January 5.",
      ("contradicts", "unsure")),
@@ -408,12 +432,12 @@ class TuningPairs:
             "restatements_superseded": rate("same", "contradicts"),
             "separate_superseded": rate("separate", "contradicts"),
         }
-        ok = (
-            figures["swallowed"] <= 0.02
-            and figures["restatements_superseded"] <= 0.03
-            and figures["separate_superseded"] <= 0.01
+        figures["outside"] = outside(
+            (figures["swallowed"], 0.02),
+            (figures["restatements_superseded"], 0.03),
+            (figures["separate_superseded"], 0.01),
         )
-        return ok, figures
+        return figures["outside"] == 0, figures
 
 
 def tune(names: list[str]) -> None:
@@ -443,9 +467,17 @@ def tune(names: list[str]) -> None:
         module.RELATED_COSINE = floor  # what second_reading revises from, as the write path would ship it
         ok, value, figures = objective([simulate(streams[n], meanings[n], t, model, n, floor) for n in names])
         pairs_ok, pair_figures = pairs.score(t, floor)
-        pairs_ok &= all(got in case[-1] for got, case in zip(must.predicted(t, floor), MUST, strict=True))
+        missed = sum(got not in case[-1] for got, case in zip(must.predicted(t, floor), MUST, strict=True))
         value += 100 * (pair_figures["merged"] + pair_figures["caught"])
-        return ok and pairs_ok, value, {**figures, **{f"pairs_{k}": v for k, v in pair_figures.items()}}
+        figures = {**figures, **{f"pairs_{k}": v for k, v in pair_figures.items()}, "must_missed": missed}
+        figures["outside"] += pair_figures["outside"] + missed
+        return ok and pairs_ok and not missed, value, figures
+
+    def better(c_ok, c_value, c_figures, ok, value, figures) -> bool:
+        # inside the margins: the larger value; outside them: closer to inside
+        if c_ok:
+            return not ok or c_value > value
+        return not ok and c_figures["outside"] < figures["outside"]
 
     best, floor = SECOND_READING, RELATED_COSINE
     ok, value, figures = evaluate(best, floor)
@@ -453,13 +485,13 @@ def tune(names: list[str]) -> None:
     for _round in range(3):
         for f in FLOORS:
             c_ok, c_value, c_figures = evaluate(best, f)
-            if c_ok and (not ok or c_value > value):
+            if better(c_ok, c_value, c_figures, ok, value, figures):
                 floor, ok, value, figures = f, c_ok, c_value, c_figures
         for name in asdict(best):
             for x in COSINE_GRID if name.endswith("cosine") else GRID:
                 candidate = replace(best, **{name: x})
                 c_ok, c_value, c_figures = evaluate(candidate, floor)
-                if c_ok and (not ok or c_value > value):
+                if better(c_ok, c_value, c_figures, ok, value, figures):
                     best, ok, value, figures = candidate, c_ok, c_value, c_figures
         print(
             f"round {_round + 1}: ok={ok} value={value:.1f} floor={floor} {asdict(best)} {_rounded(figures)}",
