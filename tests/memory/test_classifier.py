@@ -195,9 +195,9 @@ def held_out_scores():
 
 
 def test_held_out_pairs_meet_the_targets(held_out_scores):
-    # the 600 pairs of authors HA and HB (issue 34), scored once on the round-6 model and thresholds
-    # (0.0 % swallowed, 0.0 % superseded, 24.3 % unsure), then once on round 7's retrained model and
-    # thresholds: 0.5 % swallowed, 0.7 % superseded, 13.7 % unsure
+    # the 600 pairs of authors HE and HF (issue 34, round 8), scored once on round 7's model and
+    # thresholds (0.5 % swallowed, 1.3 % superseded, 11.8 % unsure), then once on round 8's retrained
+    # model and thresholds: 0.0 % swallowed, 0.0 % superseded, 17.3 % unsure
     assert held_out_scores.swallowed <= eval_writes.MAX_SWALLOWED
     assert held_out_scores.superseded <= eval_writes.MAX_SUPERSEDED
     assert held_out_scores.unsure <= eval_writes.MAX_UNSURE
@@ -209,23 +209,25 @@ def _unsure(scores) -> int:
 
 def test_held_out_errors_do_not_grow(held_out_scores):
     # what the default measured on the held-out pairs: a change may only do better
-    assert held_out_scores.confusion[("contradicts", "same")] <= 1  # of 210
-    assert held_out_scores.confusion[("same", "contradicts")] <= 1  # of 150
-    assert held_out_scores.confusion[("separate", "contradicts")] <= 2  # of 240
-    assert _unsure(held_out_scores) <= 82  # of 600
-    # contradictions superseded or asked (issue 34 asks ≥ 90 %; measured 39.5 %)
+    assert held_out_scores.confusion[("contradicts", "same")] == 0  # of 210
+    assert held_out_scores.confusion[("same", "contradicts")] == 0  # of 150
+    # the rules' own: "X replaces Y" read as an update where the two are different things (HF)
+    assert held_out_scores.confusion[("separate", "contradicts")] <= 7  # of 240
+    assert _unsure(held_out_scores) <= 104  # of 600
+    # contradictions superseded or asked (issue 34 asks ≥ 90 %; measured 38.6 %: HF 70.5 %, the chat
+    # turns of HE 6.7 %, most of them further apart in meaning than the relatedness floor)
     caught = (
         held_out_scores.confusion[("contradicts", "contradicts")] + held_out_scores.confusion[("contradicts", "unsure")]
     )
-    assert caught >= 83  # of 210
-    # restatements merged (issue 34 asks ≥ 70 %; measured 26.0 %)
-    assert held_out_scores.confusion[("same", "same")] >= 39  # of 150
+    assert caught >= 81  # of 210
+    # restatements merged (issue 34 asks ≥ 70 %; measured 27.3 %)
+    assert held_out_scores.confusion[("same", "same")] >= 41  # of 150
 
 
 def test_held_out_errors_of_the_rules_alone_do_not_grow():
     # the rules alone (ENGRAM_PAIR_MODEL=0) on the same pairs
     scores = _held_out(eval_writes.rules_classifier)
     assert scores.confusion[("contradicts", "same")] == 0  # of 210
-    assert scores.confusion[("same", "contradicts")] == 0  # of 150
-    assert scores.confusion[("separate", "contradicts")] <= 2  # of 240
-    assert _unsure(scores) <= 115  # of 600
+    assert scores.confusion[("same", "contradicts")] <= 1  # of 150
+    assert scores.confusion[("separate", "contradicts")] <= 7  # of 240
+    assert _unsure(scores) <= 100  # of 600

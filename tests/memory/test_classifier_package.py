@@ -68,11 +68,11 @@ def test_the_model_is_given_not_looked_up():
 
     def model(pairs):
         asked.append(list(pairs))
-        return [(0.0, 0.0, 1.0) for _ in pairs]
+        return [(1.0, 0.0, 0.0) for _ in pairs]
 
     items = [("Logs are kept for 30 days.", "Logs are kept in S3 for audits.", 0.75), ("A.", "B.", 0.1)]
     rules = classify_many(items)
     assert [v.kind.value for v in rules] == ["unsure", "separate"] and asked == []
     revised = classify_many(items, model=model)
     assert asked == [[items[0][:2]]]  # the far-apart pair the rules call separate is not asked
-    assert revised[0].reason.startswith("separate: read together") and revised[1] == rules[1]
+    assert revised[0].reason.startswith("same meaning: read together") and revised[1] == rules[1]
