@@ -85,7 +85,8 @@ eval: install
 	@status=0; $(PY) -m bench.eval || status=1; \
 	for set in eval_heldout_g eval_heldout_h eval_heldout_i eval_heldout_j eval_heldout_k eval_heldout_l; do \
 		if [ -f bench/$$set.py ]; then $(PY) -m bench.eval --data bench.$$set || status=1; fi; \
-	done; exit $$status
+	done; \
+	$(PY) -m bench.eval_conversations --part $${CONVERSATIONS:-tune} || status=1; exit $$status
 
 eval-writes: install
 	@status=0; $(PY) -m bench.eval_writes $(EVAL_WRITES_ARGS) || status=1; \

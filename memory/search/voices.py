@@ -587,6 +587,15 @@ def temporal(scope: Scope, pool: Sequence[int], *, limit: int) -> list[tuple[int
         return [(pk, float(epoch)) for pk, epoch in cursor.fetchall()]
 
 
+# The fan effect (issue 35): a neighbour reached through an episode of more than GRAPH_FANOUT facts
+# inherits the seed's strength × GRAPH_FANOUT / the episode's size. A chat session stored turn by
+# turn links every turn to every other; a meeting or a dispatch links a few related facts. Chosen on
+# the tuning conversations CA and CB (`python -m bench.eval_conversations --part tune --ablate`:
+# hybrid nDCG@10 0.404 → 0.426 and 0.386 → 0.393); the engineering sets' figures are unchanged
+# (bench.eval_data and G–J: their episodes hold fewer facts); 4 scored a little lower.
+GRAPH_FANOUT = 8.0
+
+
 def graph(
     scope: Scope, seeds: Sequence[int], *, limit: int, strengths: dict[int, float] | None = None
 ) -> list[tuple[int, float]]:
@@ -602,12 +611,15 @@ def graph(
     edges_sql, edges_params = ("", []) if scope.as_of is None else (" AND n.created_at <= %s", [scope.as_of])
     with reader().cursor() as cursor:
         cursor.execute(
-            "SELECT n.fact_id, max(seed.strength) FROM memory_episodefact s"  # noqa: S608 -- `where` is the compiled scope queryset; values are bound params
+            "SELECT n.fact_id, max(seed.strength * LEAST(1.0, %s::float8 / e.size))"  # noqa: S608 -- `where` is the compiled scope queryset; values are bound params
+            " FROM memory_episodefact s"
             " JOIN unnest(%s::bigint[], %s::float8[]) AS seed(id, strength) ON s.fact_id = seed.id"
+            " CROSS JOIN LATERAL (SELECT count(*) AS size FROM memory_episodefact c"
+            " WHERE c.episode_id = s.episode_id AND c.relation = 'written') e"
             " JOIN memory_episodefact n ON n.episode_id = s.episode_id AND n.relation = 'written'"
             f"{edges_sql} JOIN memory_fact ON memory_fact.id = n.fact_id"
             f" WHERE s.relation = 'written' AND NOT (n.fact_id = ANY(%s)) AND {where}"
             " GROUP BY n.fact_id ORDER BY 2 DESC, 1 LIMIT %s",
-            [ids, [strength[pk] for pk in ids], *edges_params, ids, *params, limit],
+            [GRAPH_FANOUT, ids, [strength[pk] for pk in ids], *edges_params, ids, *params, limit],
         )
         return [(pk, float(score)) for pk, score in cursor.fetchall()]

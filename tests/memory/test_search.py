@@ -73,6 +73,30 @@ def test_a_fact_only_the_graph_voice_can_find_is_found_in_hybrid(world):
     assert hit.voices["graph"] == 1 and hit.voices["lexical"] is None
 
 
+def test_a_neighbour_through_a_crowded_episode_inherits_less(world):
+    # the fan effect: a seed's strength spreads over an episode's facts beyond GRAPH_FANOUT of them
+    from memory.search import voices
+
+    seed = make(world, "The invoice queue stalled on Monday.", topic="incident")
+    small, crowded = (
+        create_episode(workspace_id=world.workspace.pk, by=Actor.of_agent(world.coder), kind=kind)
+        for kind in ("incident", "session")
+    )
+    near = make(world, "Broker host must keep maxmemory-policy at noeviction.", topic="broker")
+    far = make(world, "The coffee machine on floor 3 is broken.", topic="chat")
+    EpisodeFact.objects.create(episode=small, fact=seed, relation="written")
+    EpisodeFact.objects.create(episode=small, fact=near, relation="written")
+    EpisodeFact.objects.create(episode=crowded, fact=seed, relation="written")
+    EpisodeFact.objects.create(episode=crowded, fact=far, relation="written")
+    for i in range(14):  # 16 facts in the session: twice GRAPH_FANOUT
+        EpisodeFact.objects.create(
+            episode=crowded, fact=make(world, f"Small talk number {i}.", topic="chat"), relation="written"
+        )
+    scores = dict(voices.graph(voices.Scope(agent=world.coder), [seed.pk], limit=50, strengths={seed.pk: 1.0}))
+    assert scores[near.pk] == pytest.approx(1.0)
+    assert scores[far.pk] == pytest.approx(voices.GRAPH_FANOUT / 16)
+
+
 def test_without_the_episode_edge_the_same_fact_is_not_found(world):
     stall, cause = _incident(world, linked=False)
     result = search_memory(agent=world.coder, query="what caused the invoice queue stall", limit=5)
