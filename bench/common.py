@@ -1,6 +1,11 @@
-"""Shared by the benchmarks: a database of their own, recreated empty for each run."""
+"""Shared by the benchmarks: a database of their own, recreated empty for each run, and the sets a
+run is asked for."""
 
 from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 import psycopg
 from django.db import connections
@@ -65,3 +70,27 @@ def postgres_cpu_seconds() -> float | None:
         if name == "postgres":
             total += int(rest[11]) + int(rest[12])  # utime, stime (fields 14 and 15 of stat)
     return total / os.sysconf("SC_CLK_TCK")
+
+
+def chosen_sets(
+    asked: Sequence[str] | None, part: str, tune: Sequence[str], held_out: Sequence[str], path: Callable[[str], Path]
+) -> list[str]:
+    """The sets a run scores: those `asked` by name, else those of `part` (tune, held-out or all),
+    kept when their file (`path(name)`) is there."""
+    names = asked or {"tune": tune, "held-out": held_out, "all": (*tune, *held_out)}[part]
+    return [name for name in names if path(name).exists()]
+
+
+def fresh_agent(workspace_slug: str, workspace_name: str, agent_name: str) -> tuple[Any, Any]:
+    """An empty database (recreate_database) with one workspace and one agent (role "assistant"):
+    (workspace, agent) for a run that writes and searches as an agent's runtime would."""
+    from agents.services import create_agent
+    from memory.actors import Actor
+    from memory.services.tenancy import get_or_create_role, get_or_create_workspace
+
+    recreate_database()
+    by = Actor.system("eval")
+    workspace = get_or_create_workspace(slug=workspace_slug, name=workspace_name, by=by)
+    role = get_or_create_role(workspace=workspace, name="assistant", by=by)
+    agent, _ = create_agent(workspace=workspace, name=agent_name, role=role, by=by)
+    return workspace, agent

@@ -341,9 +341,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--part", choices=("tune", "held-out", "all"), default="all")
     parser.add_argument("--set", nargs="*", default=None)
     parser.add_argument("--ablate", action="store_true", help="hybrid with one part changed at a time")
+    from bench.common import chosen_sets, fresh_agent
+
     args = parser.parse_args(argv)
-    names = args.set or {"tune": TUNE, "held-out": HELD_OUT, "all": TUNE + HELD_OUT}[args.part]
-    names = [n for n in names if (DATA / f"conv_{n}.jsonl").exists()]
+    names = chosen_sets(args.set, args.part, TUNE, HELD_OUT, lambda n: DATA / f"conv_{n}.jsonl")
     if not names:
         print("no conversation sets", file=sys.stderr)
         return 1
@@ -353,20 +354,12 @@ def main(argv: list[str] | None = None) -> int:
     django.setup()
     from django.db import connection
 
-    from agents.services import create_agent
-    from bench.common import recreate_database
-    from memory.actors import Actor
     from memory.search import voices
-    from memory.services.tenancy import get_or_create_role, get_or_create_workspace
 
     for name in names:
         started = time.monotonic()
         data = load(name)
-        recreate_database()
-        by = Actor.system("eval")
-        workspace = get_or_create_workspace(slug="conversations", name="Conversations", by=by)
-        role = get_or_create_role(workspace=workspace, name="assistant", by=by)
-        agent, _ = create_agent(workspace=workspace, name="conversation-agent", role=role, by=by)
+        workspace, agent = fresh_agent("conversations", "Conversations", "conversation-agent")
         fact_of, outcomes, seconds = ingest(data, workspace, agent)
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE memory_fact")

@@ -538,9 +538,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--tune", action="store_true", help="choose the second reading's thresholds on the tuning streams"
     )
+    from bench.common import chosen_sets
+
     args = parser.parse_args(argv)
-    names = args.stream or {"tune": TUNE, "held-out": HELD_OUT, "all": TUNE + HELD_OUT}[args.part]
-    names = [n for n in names if (DATA / f"stream_{n}.jsonl").exists()]
+    names = chosen_sets(args.stream, args.part, TUNE, HELD_OUT, lambda n: DATA / f"stream_{n}.jsonl")
     if not names:
         print("no stream files", file=sys.stderr)
         return 1
@@ -551,16 +552,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.tune:
         tune([n for n in names if n in TUNE])
         return 0
-    from agents.services import create_agent
-    from bench.common import recreate_database
-    from memory.actors import Actor
-    from memory.services.tenancy import get_or_create_role, get_or_create_workspace
+    from bench.common import fresh_agent
 
-    recreate_database()
-    by = Actor.system("eval")
-    workspace = get_or_create_workspace(slug="streams", name="Write streams", by=by)
-    role = get_or_create_role(workspace=workspace, name="assistant", by=by)
-    agent, _ = create_agent(workspace=workspace, name="stream-agent", role=role, by=by)
+    workspace, agent = fresh_agent("streams", "Write streams", "stream-agent")
     total = StreamScore("all")
     for name in names:
         score = run_stream(name, load(name), workspace, agent)
