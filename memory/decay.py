@@ -1,5 +1,7 @@
 """Weibull decay (SPEC §3): a fact's weight at age t days is exp(-(t/λ)^k), with λ and k per
-memory type, tunable by admins (DecayProfile). Age runs from the last mention (or creation)."""
+memory type, tunable by admins (DecayProfile). Age runs from the last mention: when it was said
+(`observed_at` of the statement or of its latest restatement), not when Engram heard it, so
+imported history is as old as it is (issue 35)."""
 
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, models, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import DEFERRED, QuerySet
@@ -263,7 +264,7 @@ def _scope_where(scope: Scope) -> tuple[str, list[Any]]:
 
 
 def _decay_sql(as_of: datetime | None = None) -> tuple[str, list[Any]]:
-    """exp(-(age/λ)^k) for a row of memory_fact, with λ and k per memory type (a CASE over the
+    """floor + (1 - floor) × exp(-(age/λ)^k) for a row of memory_fact, with λ and k per memory type (a CASE over the
     types, in float8: numeric arithmetic and a per-row subquery cost a third of the ranking).
     The exponent is capped at 700: exp(-745) underflows float8 and PostgreSQL raises "value out
     of range: underflow" — a 700-day-old commitment (λ 14, k 2) made every search fail.
@@ -278,8 +279,11 @@ def _decay_sql(as_of: datetime | None = None) -> tuple[str, list[Any]]:
         age_params = [as_of, *mentioned_params]
     branches = " ".join([f"WHEN %s THEN exp(-least(power({age_days} / %s::float8, %s::float8), 700.0))"] * len(curves))
     params: list[Any] = [x for name, c in curves.items() for x in (name, *age_params, c.scale_days, c.shape)]
-    sql = f"(CASE memory_fact.memory_type {branches} ELSE 1.0 END)"
-    return sql, params
+    # Softened by the floor, as hybrid's _adjust: relevance leads, decay orders near-equals. Raw,
+    # a month's age between two observations of last year was a factor of e (issue 35).
+    floor = float(settings.ENGRAM_DECAY_FLOOR)
+    sql = f"(%s::float8 + %s::float8 * (CASE memory_fact.memory_type {branches} ELSE 1.0 END))"
+    return sql, [floor, 1.0 - floor, *params]
 
 
 def lexical_sql(
@@ -459,6 +463,9 @@ HIT_FIELDS = (
     "not_valid_for",
     "verification",
     "session_key",
+    "observed_at",
+    "validated_by",
+    "human_edited",
 )
 _JSON_FIELDS = {HIT_FIELDS.index("valid_for"), HIT_FIELDS.index("not_valid_for")}
 _HIT_COLUMNS = ", ".join(f"hit.{name}" for name in HIT_FIELDS) + ", hit_domain.name, hit_domain.repo_id, hit_repo.slug"

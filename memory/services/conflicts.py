@@ -300,7 +300,9 @@ def apply_same(
     before = fact.confidence
     fact.confidence = reinforce(fact.confidence, said.veracity)
     fact.mention_count += absorbed.mention_count if absorbed is not None else 1
-    fact.last_mentioned_at = max(fact.last_mentioned_at, now if absorbed is None else absorbed.last_mentioned_at)
+    # A mention counts from when it was said (an imported old restatement does not freshen it).
+    said_at = min(said.observed_at, now) if absorbed is None else absorbed.last_mentioned_at
+    fact.last_mentioned_at = max(fact.last_mentioned_at, said_at)
     fields = ["confidence", "mention_count", "last_mentioned_at"]
     if VERACITY_WEIGHT[said.veracity] > VERACITY_WEIGHT[fact.veracity]:
         fact.veracity = said.veracity  # a stronger source now vouches for it

@@ -374,7 +374,9 @@ def _new_fact(domain: MemoryDomain, data: FactInput, by: Actor, vector: Meaning,
         observed_at=data.observed_at or now,
         valid_until=data.valid_until,
         created_at=now,
-        last_mentioned_at=now,
+        # Decay and the recency voice measure age from when it was said, not from when Engram
+        # heard it: imported history is as old as its statements (issue 35).
+        last_mentioned_at=min(data.observed_at or now, now),
         status_changed_at=now,
         embedding=vector.stored,
         content_embedding=vector.content,
