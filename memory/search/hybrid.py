@@ -21,7 +21,7 @@ from django.conf import settings
 
 from memory import decay
 from memory.embeddings import embed_text
-from memory.models import Fact
+from memory.models import VERACITY_WEIGHT, Fact
 from memory.recalls import EPISODE_ID_SQL, open_episode, record_recall
 from memory.search import voices
 from memory.search.as_of import mentioned_then
@@ -40,6 +40,14 @@ SEEDS = 3
 RELEVANCE_FLOOR = 0.25  # semantic similarity a fact needs to be in the recency voice's pool
 MMR_LAMBDA = 0.5
 MMR_SIMILAR = 0.8
+# Current first (issue 35): of two candidates the write path found to be statements of the same
+# thing it could not settle (an open question between them) that both answer the query (the later
+# scores at least CURRENT_WITHIN of the earlier), the later statement ranks first unless the earlier
+# carries more authority (validated or edited by a person, then veracity). A pair it settled has
+# only one live fact. (Reading "the same thing" from the candidates' cosine, as the write path's
+# retrieval does, reordered unrelated turns of one chat: their cosines overlap, CA 0.49 median
+# for an update pair against 0.36 for others, 0.53 at the 90th percentile.)
+CURRENT_WITHIN = 0.5
 # How the lexical voice's scores are put on a 0–1 scale in hybrid: "minmax" over its own
 # candidates (its best match is 1.0 however weak), or "coverage": the share of the query's term
 # weight (IDF) a fact matches, so a fact sharing one common word with the query stays low.
@@ -85,6 +93,8 @@ class Candidate:
     confidence: float
     repo_slug: str | None
     score: float = 0.0
+    observed_at: datetime | None = None
+    authority: tuple[int, float] = (0, 0.0)  # _authority
 
 
 def _candidates(found: voices.Loaded, as_of: datetime | None = None) -> dict[int, Candidate]:
@@ -97,6 +107,8 @@ def _candidates(found: voices.Loaded, as_of: datetime | None = None) -> dict[int
             found.value(pk, "last_mentioned_at"),
             found.value(pk, "confidence"),
             found.repo_slug(pk),
+            observed_at=found.value(pk, "observed_at"),
+            authority=_authority(found, pk),
         )
         for pk in found.rows
     }
@@ -107,6 +119,13 @@ def _candidates(found: voices.Loaded, as_of: datetime | None = None) -> dict[int
         for pk, candidate in candidates.items():
             candidate.last_mentioned_at = then[pk]
     return candidates
+
+
+def _authority(found: voices.Loaded, pk: int) -> tuple[int, float]:
+    """What makes a statement outweigh a later one: a person validated or edited it, then its
+    veracity's weight."""
+    vouched = bool(found.value(pk, "validated_by")) or bool(found.value(pk, "human_edited"))
+    return (int(vouched), VERACITY_WEIGHT.get(found.value(pk, "veracity"), 0.0))
 
 
 def _repo_boost(candidate: Candidate, repo: str | None) -> float:
@@ -144,15 +163,81 @@ def _similarities(ids: Sequence[int]) -> dict[tuple[int, int], float]:
         return {(a, b): float(sim) for a, b, sim in cursor.fetchall()}
 
 
-def _mmr(ranked: list[Candidate], limit: int) -> list[Candidate]:
+def _pairs(
+    ids: Sequence[int], as_of: datetime | None = None
+) -> tuple[dict[tuple[int, int], float], list[tuple[int, int]]]:
+    """What MMR and current first read of the pool, in one round trip: _similarities' pairs, and
+    the pairs the write path could not settle and asked a person about (an open Conflict: the
+    newcomer may update or contradict the live fact), as (existing, proposed); with `as_of`, those
+    asked by then and not yet decided then."""
+    if len(ids) < 2:
+        return {}, []
+    if as_of is None:
+        when_sql, when_params = "status = 'open'", []
+    else:
+        when_sql = "detected_at <= %s AND (decided_at IS NULL OR decided_at > %s)"
+        when_params = [as_of, as_of]
+    with voices.reader().cursor() as cursor:
+        cursor.execute(
+            "WITH pool AS MATERIALIZED (SELECT id, embedding::real[]::vector AS embedding FROM memory_fact"  # noqa: S608 -- constant fragments; values are bound params
+            " WHERE id = ANY(%s) AND embedding IS NOT NULL) SELECT a.id, b.id, 1 - (a.embedding <=> b.embedding)"
+            " FROM pool a JOIN pool b ON a.id < b.id WHERE 1 - (a.embedding <=> b.embedding) > %s"
+            f" UNION ALL SELECT existing_id, proposed_id, NULL FROM memory_conflict WHERE {when_sql}"
+            " AND existing_id = ANY(%s) AND proposed_id = ANY(%s)",
+            [list(ids), MMR_SIMILAR, *when_params, list(ids), list(ids)],
+        )
+        near: dict[tuple[int, int], float] = {}
+        asked: list[tuple[int, int]] = []
+        for a, b, similarity in cursor.fetchall():
+            if similarity is None:
+                asked.append((a, b))
+            else:
+                near[(a, b)] = float(similarity)
+        return near, asked
+
+
+def _current_first(ranked: list[Candidate], same: Sequence[tuple[int, int]]) -> None:
+    """Lift each later statement of the same thing (`same`: pairs of ids) just above the earlier
+    one it would rank below, when it answers the query too (scores ≥ CURRENT_WITHIN of it) and the
+    earlier has no more authority; `ranked` is re-sorted. Earlier statements are handled first,
+    so a chain of updates ends with the latest on top."""
+    if not same:
+        return
+    by_pk = {c.pk: c for c in ranked}
+    pairs = []
+    for a, b in same:
+        first, second = by_pk.get(a), by_pk.get(b)
+        if first is None or second is None or first.observed_at is None or second.observed_at is None:
+            continue
+        if first.observed_at == second.observed_at:
+            continue
+        earlier, later = (first, second) if first.observed_at < second.observed_at else (second, first)
+        pairs.append((earlier, later))
+    pairs.sort(key=lambda p: (p[0].observed_at, p[1].observed_at))
+    for earlier, later in pairs:
+        if later.authority < earlier.authority:
+            continue
+        if later.score < earlier.score and later.score >= CURRENT_WITHIN * earlier.score:
+            later.score = earlier.score * (1 + 1e-9) + 1e-12
+    ranked.sort(key=lambda c: -c.score)
+
+
+def pool_size(limit: int) -> int:
+    """How many of the ranked candidates MMR (and current first) choose from."""
+    return max(limit * 3, limit + 5)
+
+
+def _mmr(
+    ranked: list[Candidate], limit: int, similarities: dict[tuple[int, int], float] | None = None
+) -> list[Candidate]:
     """Maximal marginal relevance: each next pick trades relevance against being a restatement
     of one already picked (similarity above MMR_SIMILAR). A candidate's redundancy is kept as the
     most it has with any pick so far, updated after each pick (the same choice as recomputing it
     against every pick, in one pass per pick)."""
     if len(ranked) <= 1:
         return ranked[:limit]
-    pool = ranked[: max(limit * 3, limit + 5)]
-    sims = _similarities([c.pk for c in pool])
+    pool = ranked[: pool_size(limit)]
+    sims = _similarities([c.pk for c in pool]) if similarities is None else similarities
     top = max(c.score for c in pool) or 1.0
     relevance = [MMR_LAMBDA * c.score / top for c in pool]
     redundancy = [0.0] * len(pool)
@@ -304,7 +389,13 @@ def search_memory(
             candidate.score = _adjust(candidate, fused[pk], repo, as_of)
         ranked.append(candidate)
     ranked.sort(key=lambda c: -c.score)
-    ranked = _mmr(ranked, limit) if mode == "hybrid" else ranked[:limit]
+    if mode == "hybrid":
+        pool = ranked[: pool_size(limit)]
+        near, asked = _pairs([c.pk for c in pool], as_of)
+        _current_first(pool, asked)
+        ranked = _mmr(pool, limit, near)
+    else:
+        ranked = ranked[:limit]
     hits = [
         Hit(fact=found.fact(c.pk), score=c.score, voices={v: ranks.get(v, {}).get(c.pk) for v in VOICES})
         for c in ranked

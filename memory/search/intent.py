@@ -41,7 +41,7 @@ _IDENTIFIER = re.compile(
 )
 _RECENT = re.compile(
     r"\b(recent(ly)?|latest|newest|changed?|changes|new|now|current(ly)?|today|yesterday|this (week|month)|"
-    r"last (week|month|few days)|updated?|nowadays|anymore|still)\b",
+    r"last (week|month|few days)|updated?|nowadays|anymore|still|these days|at the moment|at present|any ?more)\b",
     re.IGNORECASE,
 )
 _RELATIONAL = re.compile(
