@@ -1,18 +1,17 @@
-"""`make eval`: recall quality on a labelled set (default bench/eval_data.py, the tuning set).
+"""`make eval`: recall quality on a labelled search set (default `tune`, the tuning set).
 
-    python -m bench.eval [--data MODULE]
+    python -m bench.eval [--data SET]
 
-MODULE names any module with FACTS, SUPERSESSIONS, EPISODES and QUERIES shaped like
-bench.eval_data (a query may carry an optional "repo": it is passed to search). Loads the set
-into its own database (ENGRAM_DB_NAME=engram_eval, wiped each run), then reports recall@10 and
-nDCG@10 for each search mode (keyword, semantic, hybrid) and each voice alone (lexical,
-semantic, recency, graph), overall and per query category.
+SET names a search set, bench/data/recall/search_SET.jsonl (tune, g … l; bench.datasets describes
+the rows; a query's optional "repo" is passed to search). Loads the set into its own database
+(ENGRAM_DB_NAME=engram_eval, wiped each run), then reports recall@10 and nDCG@10 for each search
+mode (keyword, semantic, hybrid) and each voice alone (lexical, semantic, recency, graph), overall
+and per query category.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import math
 import os
 import sys
@@ -20,7 +19,6 @@ import time
 from collections import defaultdict
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("ENGRAM_DB_NAME", "engram_eval")
@@ -38,6 +36,7 @@ from django.utils import timezone  # noqa: E402
 
 from agents.services import create_agent  # noqa: E402
 from bench.common import recreate_database  # noqa: E402
+from bench.datasets import SearchSet, search_set, search_sets  # noqa: E402
 from memory.actors import Actor  # noqa: E402
 from memory.embeddings import embed_text, embed_texts, fact_text  # noqa: E402
 from memory.models import (  # noqa: E402
@@ -52,12 +51,12 @@ from memory.services.tenancy import create_domain, get_or_create_repo, get_or_cr
 
 K = 10
 SLUG = "eval"
-eval_data: Any = None  # the labelled set's module, set by main (or a caller) before load()
+data: SearchSet  # the labelled set, chosen by main (or a caller) through use() before load()
 
 
-def use(module: str) -> None:
-    global eval_data
-    eval_data = importlib.import_module(module)
+def use(name: str) -> None:
+    global data
+    data = search_set(name)
 
 
 def load() -> tuple[Agent, dict[str, int]]:
@@ -68,16 +67,16 @@ def load() -> tuple[Agent, dict[str, int]]:
         ws = get_or_create_workspace(slug=SLUG, name="Evaluation", by=by)
         role = get_or_create_role(workspace=ws, name="evaluator", by=by)
         domains = {}
-        for fact in eval_data.FACTS:
+        for fact in data.facts:
             key = (fact["domain"], fact["repo"])
             if key not in domains:
                 repo = get_or_create_repo(workspace=ws, slug=fact["repo"], by=by) if fact["repo"] else None
                 domains[key] = create_domain(workspace=ws, name=fact["domain"], repo=repo, by=by)
-    print(f"embedding {len(eval_data.FACTS)} facts…", flush=True)
-    vectors = embed_texts([fact_text(f["topic"], f["content"]) for f in eval_data.FACTS])
+    print(f"embedding {len(data.facts)} facts…", flush=True)
+    vectors = embed_texts([fact_text(f["topic"], f["content"]) for f in data.facts])
     ids: dict[str, int] = {}
     with transaction.atomic():
-        for fact, vector in zip(eval_data.FACTS, vectors, strict=True):
+        for fact, vector in zip(data.facts, vectors, strict=True):
             when = now - timedelta(days=fact["age_days"])
             ids[fact["key"]] = Fact.objects.create(
                 workspace=ws,
@@ -94,11 +93,11 @@ def load() -> tuple[Agent, dict[str, int]]:
                 embedded_at=now,
                 origin="eval",
             ).pk
-        for old, new, reason in eval_data.SUPERSESSIONS:
+        for old, new, reason in data.supersessions:
             Fact.objects.filter(pk=ids[old]).update(
                 superseded_by_id=ids[new], superseded_at=now, supersede_reason=reason
             )
-        for episode in eval_data.EPISODES:
+        for episode in data.episodes:
             row = Episode.objects.create(workspace=ws, kind=episode["kind"], title=episode["title"])
             EpisodeFact.objects.bulk_create(
                 [EpisodeFact(episode=row, fact_id=ids[key], relation="written") for key in episode["facts"]]
@@ -159,16 +158,18 @@ def rankers(agent: Agent):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="recall@10 and nDCG@10 per mode and voice on a labelled set")
-    parser.add_argument("--data", default="bench.eval_data", help="module with FACTS, SUPERSESSIONS, EPISODES, QUERIES")
+    parser.add_argument(
+        "--data", default="tune", choices=search_sets(), help="the search set (bench/data/recall/search_SET.jsonl)"
+    )
     args = parser.parse_args()
     use(args.data)
     started = time.monotonic()
     print(f"== {args.data} (decay floor {settings.ENGRAM_DECAY_FLOOR})", flush=True)
     agent, ids = load()
-    queries = [(q, {ids[k]: g for k, g in q["relevant"].items()}) for q in eval_data.QUERIES]
+    queries = [(q, {ids[k]: g for k, g in q["relevant"].items()}) for q in data.queries]
     print(
-        f"{len(eval_data.FACTS)} facts ({len(eval_data.SUPERSESSIONS)} superseded), "
-        f"{len(eval_data.EPISODES)} episodes, {len(queries)} queries",
+        f"{len(data.facts)} facts ({len(data.supersessions)} superseded), "
+        f"{len(data.episodes)} episodes, {len(queries)} queries",
         flush=True,
     )
     vectors = {q["id"]: embed_text(q["query"]) for q, _ in queries}

@@ -30,7 +30,6 @@ written on 2026-12-03 by authors who saw neither the ranking nor any other set.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -47,10 +46,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ENGRAM_RECALL_MODE", "sync")
 
+from bench.datasets import QUESTION_TYPES as TYPES  # noqa: E402
+from bench.datasets import conversation_rows  # noqa: E402
+
 DATA = ROOT / "bench" / "data" / "recall"
 TUNE = ("ca", "cb")
 HELD_OUT = ("cc", "cd", "ce")
-TYPES = ("single", "multi", "temporal", "latest")
 K = 10
 
 
@@ -84,10 +85,7 @@ class ConversationSet:
 def load(name: str) -> ConversationSet:
     turns: list[Turn] = []
     questions: list[Question] = []
-    for raw in (DATA / f"conv_{name}.jsonl").read_text(encoding="utf-8").splitlines():
-        if not raw.strip():
-            continue
-        row = json.loads(raw)
+    for row in conversation_rows(name):
         if row["kind"] == "turn":
             turns.append(Turn(row["conv"], int(row["session"]), row["date"], row["id"], row["speaker"], row["text"]))
         else:

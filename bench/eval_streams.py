@@ -29,7 +29,6 @@ once per frozen design.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -44,6 +43,9 @@ os.environ.setdefault("ENGRAM_DB_NAME", "engram_eval_streams")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from bench.datasets import STREAM_ROLES as ROLES  # noqa: E402
+from bench.datasets import stream_rows  # noqa: E402
+
 DATA = ROOT / "bench" / "data" / "writes"
 # Round 7: the held-out streams of round 6 (S, T), scored twice, are tuned on beside W. Round 8: so
 # are round 7's (HC, HD); the held-out streams are HG (a chat with an assistant, and 200 distinct
@@ -53,7 +55,6 @@ TUNE = (
     "hc_chat", "hc_distinct", "hd_team", "hd_personal",
 )  # fmt: skip
 HELD_OUT = ("hg_chat", "hg_distinct", "hh_team", "hh_personal")
-ROLES = ("distinct", "restatement", "update", "contradiction")
 
 
 @dataclass(frozen=True)
@@ -67,26 +68,18 @@ class Line:
 
 
 def load(name: str) -> list[Line]:
-    """One stream's lines, checked: sequential, `of` earlier, a known role."""
-    lines = []
-    for n, raw in enumerate((DATA / f"stream_{name}.jsonl").read_text().splitlines()):
-        if not raw.strip():
-            continue
-        row = json.loads(raw)
-        line = Line(
-            int(row["i"]),
+    """One stream's lines, checked by bench.datasets (sequential, `of` earlier, a known role)."""
+    return [
+        Line(
+            row["i"],
             datetime.fromisoformat(row["observed_at"].replace("Z", "+00:00")),
-            str(row["topic"]).strip()[:200] or "notes",
-            str(row["content"]).strip(),
+            row["topic"].strip()[:200] or "notes",
+            row["content"].strip(),
             row["role"],
-            None if row.get("of") is None else int(row["of"]),
+            row["of"],
         )
-        if line.i != len(lines) or line.role not in ROLES or (line.of is not None and not 0 <= line.of < line.i):
-            raise SystemExit(f"stream_{name}.jsonl line {n + 1}: bad i, role or of")
-        if (line.role == "distinct") != (line.of is None):
-            raise SystemExit(f"stream_{name}.jsonl line {n + 1}: `of` is for restatements, updates, contradictions")
-        lines.append(line)
-    return lines
+        for row in stream_rows(name)
+    ]
 
 
 class Chains:
@@ -458,9 +451,10 @@ def tune(names: list[str]) -> None:
     meanings = {
         n: embed_meanings([(x.topic, x.content) for x in v], batch_size=32, bulk=True) for n, v in streams.items()
     }
-    from bench.write_pairs import Pair, _authors
+    from bench.datasets import Pair
+    from bench.datasets import pairs as labelled_pairs
 
-    pairs = TuningPairs(_authors(TUNE_PAIRS))
+    pairs = TuningPairs(labelled_pairs(TUNE_PAIRS))
     must = TuningPairs([Pair(a, old, new, "contradicts", "", "must", b) for a, old, b, new, _ in MUST])
 
     def evaluate(t, floor):

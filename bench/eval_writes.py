@@ -1,12 +1,12 @@
 """`make eval-writes`: what a write means (issue 14) — the write classifier on labelled pairs.
 
-For the development pairs of bench/write_pairs.py (all, then author A and author B apart) and for
-the held-out pairs (bench.write_pairs.HELD_OUT_AUTHORS) it prints, for what the write path runs
+For the development pairs (bench.datasets.DEV_AUTHORS: all, then author A and author B apart) and
+for the held-out pairs (bench.datasets.HELD_OUT_AUTHORS) it prints, for what the write path runs
 (`memory.classifier.classify_many`: the rules, then the pair model's second reading) and for the
 rules alone (`classify`): the confusion matrix, each class's accuracy, the rates that matter (contradictions
 swallowed as restatements, restatements and separate facts superseded as contradictions, unsure
 pairs sent to a person), errors per category and the classification latency. Then the
-distinct-statement stream: hundreds of different facts from bench/eval_data.py written one after
+distinct-statement stream: hundreds of different facts of the tuning search set written one after
 another on one topic, each compared with every earlier one; a sentence counts as hit when any
 earlier one is called SAME or CONTRADICTS (it would be merged or would supersede a true fact).
 
@@ -183,9 +183,9 @@ class StreamResult:
 def stream_sentences() -> list[str]:
     """Distinct real facts from the recall eval set: each one's current version (no `-old` or
     `-restated` variant, which restate or contradict another on purpose)."""
-    from bench import eval_data
+    from bench.datasets import search_set
 
-    return [f["content"] for f in eval_data.FACTS if not re.search(r"-(old|older|restated)\b", f["key"])]
+    return [f["content"] for f in search_set("tune").facts if not re.search(r"-(old|older|restated)\b", f["key"])]
 
 
 def stream_clauses() -> list[str]:
@@ -333,11 +333,11 @@ def cv_probabilities(pairs: Sequence) -> np.ndarray:
     """Each development pair's out-of-author probabilities (bench/train_pair_model.py --cv)."""
     import json
 
+    from bench.datasets import train_pairs
     from bench.train_pair_model import CV_FILE, data_digest
-    from bench.write_pairs import TRAIN
 
     saved = json.loads(CV_FILE.read_text())
-    if saved["data"] != data_digest(TRAIN):
+    if saved["data"] != data_digest(train_pairs()):
         raise SystemExit(f"{CV_FILE} was computed on other pairs: run python -m bench.train_pair_model --cv")
     rows = saved["probabilities"]
     return np.asarray([rows[f"{p.author}\x1f{p.old}\x1f{p.new}"] for p in pairs])
@@ -431,11 +431,12 @@ def tuning_pairs() -> tuple[list, list[float], np.ndarray]:
     """The pairs the thresholds are chosen on, each with an out-of-author probability: the tuning
     authors (C–F, K–N), each predicted by a model trained without its fold (bench/train_pair_model.py
     --cv); an author outside the training pairs is predicted by the shipped model."""
-    from bench.write_pairs import TRAIN, TUNE_AUTHORS, _authors
+    from bench.datasets import TUNE_AUTHORS, pairs, train_pairs
     from memory import pair_model
 
-    cv = [p for p in TRAIN if p.author in TUNE_AUTHORS]
-    extra = _authors(tuple(a for a in TUNE_AUTHORS if a not in {p.author for p in TRAIN}))
+    train = train_pairs()
+    cv = [p for p in train if p.author in TUNE_AUTHORS]
+    extra = pairs(a for a in TUNE_AUTHORS if a not in {p.author for p in train})
     pairs = cv + extra
     probs = np.concatenate([cv_probabilities(cv), pair_model.probabilities([(p.old, p.new) for p in extra])])
     return pairs, similarities(pairs), probs
@@ -477,14 +478,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.tune:
         run_tune()
         return 0
-    from bench.write_pairs import DEV, HELD_OUT_AUTHORS, HeldOutMissing, held_out
+    from bench.datasets import DEV_AUTHORS, HELD_OUT_AUTHORS, SetMissing, dev_pairs, held_out_pairs
 
     if args.part in ("dev", "all"):
-        evaluate("DEV", DEV, authors=("a", "b"))
+        evaluate("DEV", dev_pairs(), authors=DEV_AUTHORS)
     if args.part in ("held-out", "all"):
         try:
-            pairs = held_out()
-        except HeldOutMissing as missing:
+            pairs = held_out_pairs()
+        except SetMissing as missing:
             print(f"\nHELD-OUT: {missing}")
             if args.part == "held-out":
                 return 1

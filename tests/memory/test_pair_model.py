@@ -173,11 +173,11 @@ def test_a_pair_reads_the_same_probabilities_alone_or_in_batches_of_any_length()
 
 
 def test_the_shipped_weights_were_trained_on_the_development_pairs_of_this_tree():
+    from bench.datasets import train_pairs
     from bench.train_pair_model import data_digest
-    from bench.write_pairs import TRAIN
 
     card = json.loads(pair_model.CARD.read_text())
-    assert card["data_sha256"] == data_digest(TRAIN)
+    assert card["data_sha256"] == data_digest(train_pairs())
     assert card["trained_layers"] == pair_model.TRAINED_LAYERS
     assert pair_model.WEIGHTS.stat().st_size < 20_000_000  # only the fine-tuned layers ship
 

@@ -355,15 +355,14 @@ def test_the_fact_page_lists_mentions_and_possible_conflicts(world, client):
 
 
 def stream_sentences() -> list[str]:
-    """Distinct real facts of the recall eval set (bench/eval_data.py), each one's current
-    version: no `-old` or `-restated` variant, which contradict or restate another on purpose."""
-    from bench import eval_data
+    """Distinct real facts of the tuning search set (bench/data/recall/search_tune.jsonl), each one's
+    current version: no `-old` or `-restated` variant, which contradict or restate another on purpose."""
+    from bench.datasets import search_set
 
-    dead = eval_data.superseded_keys()
+    tune = search_set("tune")
+    dead = tune.superseded_keys()
     return [
-        f["content"]
-        for f in eval_data.FACTS
-        if f["key"] not in dead and not re.search(r"-(old|older|restated)\b", f["key"])
+        f["content"] for f in tune.facts if f["key"] not in dead and not re.search(r"-(old|older|restated)\b", f["key"])
     ]
 
 
