@@ -17,9 +17,10 @@ ERROR_SCHEMA = {
     "required": ["code", "detail", "fields"],
 }
 ERRORS = {
-    "400": "Bad input: field errors in `fields` (`invalid_input`), or a body refused whole (`malformed_json`, "
-    "`json_too_deep`, `duplicate_key`, `invalid_characters`, `integer_out_of_range`, `number_out_of_range`; "
-    "`fields` names where when known); nothing was written.",
+    "400": "Bad input: field errors in `fields` (`invalid_input`), an argument the operation does not take "
+    "(`unknown_argument`, each named in `fields`, nested ones as `scope.x`), or a body refused whole "
+    "(`malformed_json`, `json_too_deep`, `duplicate_key`, `invalid_characters`, `integer_out_of_range`, "
+    "`number_out_of_range`; `fields` names where when known); nothing was written.",
     "401": "No key, an unknown key or a revoked key.",
     "403": "The agent's role lacks the grant (`insufficient_memory_permission`), or the agent claimed a veracity "
     "it may not state (`veracity_not_allowed`: human_stated needs a person or a relay agent); nothing was written.",

@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from agents import operations
 from agents.api.pagination import page_parameters
-from agents.api.views import agent_of, answer, page_answer
+from agents.api.views import agent_of, answer, body_of, page_answer
 from agents.operations import serializers as s
 from agents.operations import serializers_candidates as sc
 from agents.operations.serializers import paginated
@@ -42,14 +42,14 @@ class CandidateListView(APIView):
     def post(self, request: Request) -> Response:
         """Submit an `awtl.memory_candidate.v2` document: 201 with its gates; the same candidate_id again
         answers 200 with the stored candidate, unchanged. Bad documents get 400 naming the field."""
-        return answer(operations.submit_candidate(agent_of(request), request.data))
+        return answer(operations.submit_candidate(agent_of(request), body_of(request)))
 
 
 class CandidateDetailView(APIView):
     @extend_schema(responses={200: sc.CandidateOut, **ONE_ERRORS}, operation_id="get_candidate")
     def get(self, request: Request, candidate_pk: int) -> Response:
         """One candidate: its gates now, its replays, and every decision with the scorecard it was made on."""
-        return answer(operations.get_candidate(agent_of(request), candidate_pk))
+        return answer(operations.get_candidate(agent_of(request), candidate_pk, request.query_params))
 
 
 class CandidateReplayView(APIView):
@@ -59,7 +59,7 @@ class CandidateReplayView(APIView):
     def post(self, request: Request, candidate_pk: int) -> Response:
         """Record a replay of the probe; gates are recomputed. On a promoted candidate a failed replay
         challenges its fact (it leaves recall) and a passing one revalidates it."""
-        return answer(operations.record_replay(agent_of(request), candidate_pk, request.data))
+        return answer(operations.record_replay(agent_of(request), candidate_pk, body_of(request)))
 
 
 class CandidatePromoteView(APIView):
@@ -72,11 +72,11 @@ class CandidatePromoteView(APIView):
         """Decide a candidate. Without `write: true` a dry run: 200 with the decision it would make, nothing
         written. With it: 201 with the recorded decision and its scorecard, and the fact only when every
         gate passed (else the decision is `refused` and the candidate stays open). 409 once decided."""
-        return answer(operations.promote_candidate(agent_of(request), candidate_pk, request.data))
+        return answer(operations.promote_candidate(agent_of(request), candidate_pk, body_of(request)))
 
 
 class CandidateDenyView(APIView):
     @extend_schema(request=sc.DenyIn, responses={201: sc.PromoteOut, **DECIDE_ERRORS}, operation_id="deny_candidate")
     def post(self, request: Request, candidate_pk: int) -> Response:
         """Deny a candidate for good, recorded with its gates at that moment; 409 once decided."""
-        return answer(operations.deny_candidate(agent_of(request), candidate_pk, request.data))
+        return answer(operations.deny_candidate(agent_of(request), candidate_pk, body_of(request)))

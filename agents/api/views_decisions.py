@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agents import operations
-from agents.api.views import ERRORS, agent_of, answer
+from agents.api.views import ERRORS, agent_of, answer, body_of
 from agents.operations import serializers as s
 from agents.operations import serializers_decisions as sd
 
@@ -27,4 +27,4 @@ class MeetingDecisionsView(APIView):
         marked this agent as relaying people's words; 403 `insufficient_memory_permission` without `write`
         on `decisions`; 400 for a date in the future, no decisions, more than 50, or one too long
         (`fields` names it as `decisions.<n>`, from 1)."""
-        return answer(operations.record_meeting_decisions(agent_of(request), request.data))
+        return answer(operations.record_meeting_decisions(agent_of(request), body_of(request)))

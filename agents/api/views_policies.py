@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from agents import operations
 from agents.api.pagination import page_parameters
-from agents.api.views import agent_of, answer, page_answer
+from agents.api.views import agent_of, answer, body_of, page_answer
 from agents.operations import serializers as s
 
 ERRORS = {400: s.ErrorSerializer, 401: s.ErrorSerializer}
@@ -40,7 +40,7 @@ class PolicyListView(APIView):
         """propose_policy: a new active policy; 403 `insufficient_memory_permission` without `write` on the domain;
         400 on `rule` past ENGRAM_POLICY_MAX_CHARS; 409 `policy_budget_exceeded` when the active policies would
         cost more than the workspace's budget (the body's `budget`: chars, chars_after, budget)."""
-        return answer(operations.propose_policy(agent_of(request), request.data))
+        return answer(operations.propose_policy(agent_of(request), body_of(request)))
 
 
 class PolicySupersedeView(APIView):
@@ -52,7 +52,7 @@ class PolicySupersedeView(APIView):
     def post(self, request: Request, policy_id: int) -> Response:
         """supersede_policy: replace a live policy with a new version; 403 without `write`, 409 if already replaced
         (`policy_not_live`) or if the revision takes the active policies past the budget (`policy_budget_exceeded`)."""
-        return answer(operations.supersede_policy(agent_of(request), policy_id, request.data))
+        return answer(operations.supersede_policy(agent_of(request), policy_id, body_of(request)))
 
 
 class ConflictListView(APIView):
@@ -70,12 +70,12 @@ class MyNotesView(APIView):
     @extend_schema(responses={200: s.NotesOut, 401: s.ErrorSerializer}, operation_id="get_my_notes")
     def get(self, request: Request) -> Response:
         """The calling agent's private scratchpad and its latest observations; no other agent can read them."""
-        return answer(operations.get_notes(agent_of(request)))
+        return answer(operations.get_notes(agent_of(request), request.query_params))
 
     @extend_schema(request=s.NotesIn, responses={200: s.NotesOut, **ERRORS}, operation_id="update_my_notes")
     def put(self, request: Request) -> Response:
         """update_my_notes: replace the whole scratchpad (verbatim; injected into this agent's dispatches)."""
-        return answer(operations.update_notes(agent_of(request), request.data))
+        return answer(operations.update_notes(agent_of(request), body_of(request)))
 
 
 class MyObservationsView(APIView):
@@ -84,4 +84,4 @@ class MyObservationsView(APIView):
     )
     def post(self, request: Request) -> Response:
         """record_observation: note something seen; it can be cited as a fact's source."""
-        return answer(operations.record_observation(agent_of(request), request.data))
+        return answer(operations.record_observation(agent_of(request), body_of(request)))

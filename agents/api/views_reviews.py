@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agents import operations
-from agents.api.views import agent_of, answer
+from agents.api.views import agent_of, answer, body_of
 from agents.operations import serializers as s
 from agents.operations import serializers_reviews as rs
 
@@ -29,7 +29,7 @@ class ReviewSubmitView(APIView):
     def post(self, request: Request) -> Response:
         """Submit the remember sub-agent's output for a person's review; answers with the parsed
         items and the page URL to show. 400 `no_review_items` when it nominates no file."""
-        return answer(operations.submit_review(agent_of(request), request.data, request=request))
+        return answer(operations.submit_review(agent_of(request), body_of(request), request=request))
 
 
 class ReviewDetailView(APIView):
@@ -66,4 +66,4 @@ class ReviewConsumeView(APIView):
     def post(self, request: Request, review_id: int) -> Response:
         """Mark the resolution as folded into the final answer: approved|rejected → consumed.
         409 `review_pending` while pending, `review_already_consumed` the second time."""
-        return answer(operations.consume_review(agent_of(request), review_id, request=request))
+        return answer(operations.consume_review(agent_of(request), review_id, body_of(request), request=request))

@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agents import operations as ops
-from agents.api.views import agent_of, answer
+from agents.api.views import agent_of, answer, body_of
 from agents.operations import serializers as s
 from agents.operations import serializers_runs as sr
 
@@ -27,14 +27,14 @@ class RunCreateView(APIView):
     @extend_schema(request=sr.RunIn, responses={201: sr.RunOut, **ERRORS}, operation_id="create_memory_run")
     def post(self, request: Request) -> Response:
         """Open a run for a long task: an empty memory bank and a `run` episode."""
-        return answer(ops.create_run(agent_of(request), request.data, request=request))
+        return answer(ops.create_run(agent_of(request), body_of(request), request=request))
 
 
 class RunBankView(APIView):
-    @extend_schema(responses={200: sr.BankOut, **RUN_ERRORS}, operation_id="get_memory_bank")
+    @extend_schema(responses={200: sr.BankOut, **RUN_ERRORS}, operation_id="memory_get_bank")
     def get(self, request: Request, run_id: int) -> Response:
         """The run's memory bank: status (progress, for the memory agent only), knowledge, procedural."""
-        return answer(ops.get_bank(agent_of(request), run_id))
+        return answer(ops.get_bank(agent_of(request), run_id, request.query_params))
 
 
 class RunStatusView(APIView):
@@ -43,7 +43,7 @@ class RunStatusView(APIView):
     )
     def post(self, request: Request, run_id: int) -> Response:
         """memory_update_status: replace the progress note."""
-        return answer(ops.update_status(agent_of(request), run_id, request.data))
+        return answer(ops.update_status(agent_of(request), run_id, body_of(request)))
 
 
 class RunKnowledgeView(APIView):
@@ -55,7 +55,7 @@ class RunKnowledgeView(APIView):
     def post(self, request: Request, run_id: int) -> Response:
         """memory_save_knowledge: a stable fact (requirement, path, constraint); 201 when new, 200 when
         an item with this id was replaced."""
-        return answer(ops.save_knowledge(agent_of(request), run_id, request.data))
+        return answer(ops.save_knowledge(agent_of(request), run_id, body_of(request)))
 
 
 class RunProceduralView(APIView):
@@ -67,7 +67,7 @@ class RunProceduralView(APIView):
     def post(self, request: Request, run_id: int) -> Response:
         """memory_save_procedural: an attempt and its outcome (a command that failed or worked, a
         diagnosis); 201 when new, 200 when an item with this id was replaced."""
-        return answer(ops.save_procedural(agent_of(request), run_id, request.data))
+        return answer(ops.save_procedural(agent_of(request), run_id, body_of(request)))
 
 
 class RunItemView(APIView):
@@ -86,12 +86,12 @@ class RunInterventionView(APIView):
     @extend_schema(
         request=sr.InterventionIn,
         responses={201: sr.InterventionOut, **WRITE_ERRORS},
-        operation_id="log_memory_decision",
+        operation_id="memory_log_decision",
     )
     def post(self, request: Request, run_id: int) -> Response:
         """Log one decision of the memory agent before step `step`: a reminder, or `null` for
         selective silence (logged too)."""
-        return answer(ops.intervene(agent_of(request), run_id, request.data))
+        return answer(ops.intervene(agent_of(request), run_id, body_of(request)))
 
 
 class RunFinishView(APIView):
@@ -104,4 +104,4 @@ class RunFinishView(APIView):
         """Finish the run. With `offer_candidates: true` the knowledge and procedural items become
         promotion candidates (origin memory_agent, human review required) — never facts. 409 the
         second time."""
-        return answer(ops.finish_run(agent_of(request), run_id, request.data, request=request))
+        return answer(ops.finish_run(agent_of(request), run_id, body_of(request), request=request))

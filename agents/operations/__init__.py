@@ -25,7 +25,7 @@ from agents.operations import serializers_as_of as sa
 from agents.operations import serializers_candidates as sc
 from agents.operations import serializers_runs as sr
 from agents.operations.errors import exception_handler
-from agents.operations.inputs import Validator, validated
+from agents.operations.inputs import Validator, refuse_unknown, validated
 from agents.operations.pages import api_url, page_bounds, page_of
 from memory import selectors
 from memory.actors import Actor
@@ -44,6 +44,9 @@ from memory.services import notes as note_services
 from memory.services import policies as policy_services
 from memory.services import promotion
 from memory.services.tenancy import parse_domain_label
+
+# The page arguments of every list, read by `pages.page_bounds` beside the list's own filters.
+PAGE_ARGUMENTS = ("limit", "offset")
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,7 @@ def _list_url(route: str, query: type[Any], raw: Any, *, url: str | None, site_u
 # --- Identity ----------------------------------------------------------------------------------
 def me(agent: Agent, raw: Any = None) -> Result:
     """GET me/: the calling agent's name, role and workspace."""
+    refuse_unknown(raw)
     return Result(http.HTTP_200_OK, dict(s.MeSerializer(agent).data))
 
 
@@ -123,7 +127,7 @@ def list_facts(
 ) -> Result:
     """GET facts/: one page of the facts visible to the agent (never another workspace's, never a
     `none` domain's), in the API's page shape; `limit`/`offset` follow the page rule."""
-    filters = validated(s.FactListQuery, raw)
+    filters = validated(s.FactListQuery, raw, also=PAGE_ARGUMENTS)
     limit, offset = page_bounds({"limit": limit, "offset": offset})
     url = _list_url("api-facts", s.FactListQuery, raw, url=url, site_url=site_url)
     page = page_of(selectors.facts_for_agent(agent, filters), limit=limit, offset=offset, url=url)
@@ -190,10 +194,12 @@ def propose_fact(agent: Agent, raw: Any) -> Result:
 
 
 def batch_items(raw: Any) -> list[Any]:
-    """The `items` of a batch body. Raises InvalidInput: `invalid_input` when there is no list,
-    `batch_empty` for none, `batch_too_large` beyond ENGRAM_BATCH_MAX_ITEMS."""
+    """The `items` of a batch body. Raises InvalidInput: `unknown_argument` for any name beside
+    `items`, `invalid_input` when there is no list, `batch_empty` for none, `batch_too_large`
+    beyond ENGRAM_BATCH_MAX_ITEMS."""
     from django.conf import settings
 
+    refuse_unknown(raw, allowed=["items"])
     items = raw.get("items") if isinstance(raw, Mapping) else None
     if not isinstance(items, list):
         raise InvalidInput('The body must be {"items": [...]}.', fields={"items": ["A list of facts is required."]})
@@ -271,7 +277,7 @@ def propose_facts_batch(agent: Agent, raw: Any) -> Result:
     for index, item in enumerate(items):
         try:
             valid.append((index, validate(item)))
-        except ValidationError as exc:
+        except (ValidationError, EngramError) as exc:  # a field's error, or an unknown_argument
             results[index] = _refused(index, exc)
     domains = _batch_domains(agent, {(data["domain"], data.get("repo")) for _, data in valid})
     parsed: list[tuple[int, fact_services.IngestItem]] = []
@@ -325,7 +331,7 @@ def list_policies(
     agent: Agent, raw: Any, *, limit: Any = None, offset: Any = None, url: str | None = None, site_url: str = ""
 ) -> Result:
     """GET policies/: one page of the policies visible to the agent, newest first."""
-    filters = validated(s.PolicyListQuery, raw)
+    filters = validated(s.PolicyListQuery, raw, also=PAGE_ARGUMENTS)
     limit, offset = page_bounds({"limit": limit, "offset": offset})
     url = _list_url("api-policies", s.PolicyListQuery, raw, url=url, site_url=site_url)
     rows = policy_list_for_agent(agent, active=filters.get("active"))
@@ -358,7 +364,7 @@ def list_conflicts(
     `limit` and `offset` follow the page rule (agents.operations.pages): 400 when out of range.
     `next`/`previous` link from `url`, the address the page was asked at; without it, from the
     API's address for the same filters under `site_url`."""
-    filters = validated(s.ConflictListQuery, raw)
+    filters = validated(s.ConflictListQuery, raw, also=PAGE_ARGUMENTS)
     limit, offset = page_bounds({"limit": limit, "offset": offset})
     url = _list_url("api-conflicts", s.ConflictListQuery, raw, url=url, site_url=site_url)
     page = page_of(selectors.conflicts_for_agent(agent, filters), limit=limit, offset=offset, url=url)
@@ -367,6 +373,7 @@ def list_conflicts(
 
 def get_notes(agent: Agent, raw: Any = None) -> Result:
     """get_my_notes: the agent's private scratchpad and latest observations (no other agent's)."""
+    refuse_unknown(raw)
     return Result(http.HTTP_200_OK, dict(s.NotesOut(notes_for(agent)).data))
 
 
@@ -527,9 +534,12 @@ def get_review(
     return Result(http.HTTP_200_OK, _review_body(result.review, request=request, site_url=site_url), headers)
 
 
-def consume_review(agent: Agent, review_id: int, *, request: Request | None = None, site_url: str = "") -> Result:
+def consume_review(
+    agent: Agent, review_id: int, raw: Any = None, *, request: Request | None = None, site_url: str = ""
+) -> Result:
     """consume_remember_review: approved|rejected → consumed, once the resolution is folded into
     the final answer. 409 `review_pending` while pending, `review_already_consumed` the second time."""
+    refuse_unknown(raw)
     from review import selectors as review_selectors
     from review import services as review_services
 
@@ -549,7 +559,7 @@ def list_candidates(
 ) -> Result:
     """list_candidates: one page of the candidates visible to the agent, newest first, each with
     its gates, replays and decisions."""
-    filters = validated(sc.CandidateListQuery, raw)
+    filters = validated(sc.CandidateListQuery, raw, also=PAGE_ARGUMENTS)
     limit, offset = page_bounds({"limit": limit, "offset": offset})
     url = _list_url("api-candidates", sc.CandidateListQuery, raw, url=url, site_url=site_url)
     page = page_of(candidates_for_agent(agent, filters), limit=limit, offset=offset, url=url)
@@ -578,8 +588,9 @@ def submit_candidate(agent: Agent, raw: Any) -> Result:
     return Result(http.HTTP_201_CREATED if created else http.HTTP_200_OK, body)
 
 
-def get_candidate(agent: Agent, candidate_pk: int) -> Result:
+def get_candidate(agent: Agent, candidate_pk: int, raw: Any = None) -> Result:
     """get_candidate: its gates now, its replays, every decision with its scorecard; 404 if unseen."""
+    refuse_unknown(raw)
     return Result(http.HTTP_200_OK, _candidate_body(agent, candidate_pk))
 
 
@@ -651,7 +662,8 @@ def create_run(agent: Agent, raw: Any, *, request: Request | None = None) -> Res
     return Result(http.HTTP_201_CREATED, dict(sr.RunOut(run, context=_ctx(request)).data))
 
 
-def get_bank(agent: Agent, run_id: int) -> Result:
+def get_bank(agent: Agent, run_id: int, raw: Any = None) -> Result:
+    refuse_unknown(raw)
     run = run_for_agent(agent, run_id)
     return Result(http.HTTP_200_OK, dict(sr.BankOut(bank_of(run)).data))
 

@@ -64,10 +64,9 @@ def test_supersede_policy_past_the_budget_is_409_and_the_old_version_stays_live(
 def test_a_rule_past_the_per_policy_limit_is_400_on_rule(writable, path):
     policy = PolicyFactory(domain=writable.architecture)
     url = f"/api/v1/policies/{policy.pk}/supersede/" if path == "supersede" else path
+    body = {"rule": "x" * (rule_max() + 1)} | ({} if path == "supersede" else {"domain": "architecture"})
     before = _state()
-    response = client_for(writable.coder).post(
-        url, {"domain": "architecture", "rule": "x" * (rule_max() + 1)}, format="json"
-    )
+    response = client_for(writable.coder).post(url, body, format="json")
     assert response.status_code == 400
     assert response.json()["code"] == "invalid_input"
     assert "rule" in response.json()["fields"]

@@ -375,13 +375,17 @@ def test_the_issues_findings_each_get_the_apis_code_with_the_request_id_at_once(
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_arguments_of_the_wrong_shape_and_unknown_tools_answer_the_apis_codes(world, server):
+def test_arguments_of_the_wrong_shape_unknown_arguments_and_unknown_tools_answer_the_apis_codes(world, server):
     wrong = server.call("tools/call", {"name": "search_memory", "arguments": {"query": "x", "limit": "many"}})
     result = wrong["result"]
     assert result["isError"] and result["structuredContent"]["code"] == "invalid_input"
     assert list(result["structuredContent"]["fields"]) == ["limit"]
     missing = server.call("tools/call", {"name": "propose_fact", "arguments": {}})["result"]["structuredContent"]
     assert missing["code"] == "invalid_input" and {"domain", "topic", "content"} <= set(missing["fields"])
+    # An argument the tool does not take was dropped unread (issue 36): now refused, as over HTTP.
+    extra = server.call("tools/call", {"name": "search_memory", "arguments": {"query": "x", "colour": "blue"}})
+    assert extra["result"]["isError"] and extra["result"]["structuredContent"]["code"] == "unknown_argument"
+    assert extra["result"]["structuredContent"]["fields"] == {"colour": ["Unknown argument."]}
     unknown = server.call("tools/call", {"name": "drop_tables", "arguments": {}})["result"]
     assert unknown["isError"] and unknown["structuredContent"]["code"] == "not_found"
     no_method = server.call("tools/teleport")

@@ -1,15 +1,23 @@
 """One operation per use case (issue 17): every API endpoint with an MCP tool and that tool call
-the same function of agents.operations, lists page the same way, and the tools' enumerations
-are the models' choices."""
+the same function of agents.operations with the same arguments, every one of them (issue 36),
+lists page the same way, an argument an operation does not take is refused alike on both, the
+served schema names each operation as its tool, and the tools' enumerations are the models'
+choices."""
 
 import ast
 import asyncio
+import json
+import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import get_args
 from unittest import mock
+from urllib.parse import urlencode
 
 import anyio.to_thread
 import pytest
+from django.apps import apps
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connections
 from django.urls import resolve
 
@@ -17,6 +25,15 @@ from agents import mcp_server
 from agents import operations as ops
 from agents.api import urls as api_urls
 from agents.api.errors import json_404
+from agents.mcp_tools import common as tool_types
+from agents.operations import serializers as s
+from agents.operations import serializers_as_of as sa
+from agents.operations import serializers_candidates as sc
+from agents.operations import serializers_decisions as sd
+from agents.operations import serializers_reviews as rs
+from agents.operations import serializers_runs as sr
+from agents.operations.inputs import refuse_unknown, validated
+from agents.operations.pages import page_bounds
 from memory.models import BankKind, Conflict, FactStatus, FailureClass, MemoryType, PromotionStatus, Veracity
 from memory.search.hybrid import MODES
 from memory.selectors import CONFLICT_CLOSED
@@ -27,89 +44,286 @@ from tests.review.samples import FILES, OUTPUT
 pytestmark = pytest.mark.django_db(transaction=True)  # sync MCP tools run in a worker thread
 
 SITE = "http://testserver"
-RUN = "/api/v1/runs/7"
-# MCP tool → (its operation, its arguments, the API twin: method, path, body)
+AS_OF, VALID_AT = "2026-01-02T03:04:05Z", "2026-01-01T00:00:00Z"
+SCOPE = {"applies_to": ["public_api"], "does_not_apply_to": ["internal_refactor"]}
+A_FACT = {
+    "domain": "architecture",
+    "repo": "web",
+    "topic": "deploys",
+    "content": "Deploys run on Tuesdays.",
+    "memory_type": "decision",
+    "veracity": "tool_generated",
+    "observed_at": VALID_AT,
+    "valid_until": AS_OF,
+    "source_observation_ids": [1, 2],
+    "episode_id": 9,
+    "session_key": "s-1",
+}
+# MCP tool → its operation, the operation's input serializer (None: it takes no input), and its
+# API twin called with every argument the tool takes: `{name}` in the path is the tool's argument
+# of that name; a GET's or DELETE's other arguments go in the query string, a POST's or PUT's in
+# the body.
 TWINS = {
-    "get_preamble": ("get_preamble", {"task": "t"}, ("post", "/api/v1/preamble/", {"task": "t"})),
-    "search_memory": ("search", {"query": "q"}, ("post", "/api/v1/search/", {"query": "q"})),
-    "propose_fact": (
-        "propose_fact",
-        {"domain": "architecture", "topic": "t", "content": "c", "memory_type": "decision"},
-        ("post", "/api/v1/facts/", {"domain": "architecture", "topic": "t", "content": "c"}),
+    "whoami": ("me", None, "get", "/api/v1/me/", {}),
+    "get_preamble": (
+        "get_preamble",
+        s.PreambleIn,
+        "post",
+        "/api/v1/preamble/",
+        {"task": "deploy", "repo": "web", "as_of": AS_OF, "valid_at": VALID_AT},
     ),
-    "propose_facts": (
-        "propose_facts_batch",
-        {"items": [{"domain": "architecture", "topic": "t", "content": "c", "memory_type": "decision"}]},
-        ("post", "/api/v1/facts/batch/", {"items": [{"domain": "architecture", "topic": "t", "content": "c"}]}),
+    "search_memory": (
+        "search",
+        s.SearchIn,
+        "post",
+        "/api/v1/search/",
+        {
+            "query": "deploys",
+            "mode": "keyword",
+            "repo": "web",
+            "domain": "architecture",
+            "limit": 5,
+            "session_key": "s-1",
+            "as_of": AS_OF,
+            "valid_at": VALID_AT,
+        },
     ),
-    "supersede_fact": ("supersede_fact", {"fact_id": 3, "content": "c"}, ("post", "/api/v1/facts/3/supersede/", {})),
-    "propose_policy": ("propose_policy", {"domain": "architecture", "rule": "r"}, ("post", "/api/v1/policies/", {})),
-    "list_memory_conflicts": ("list_conflicts", {}, ("get", "/api/v1/conflicts/", None)),
-    "update_my_notes": ("update_notes", {"notes": "n"}, ("put", "/api/v1/me/notes/", {"notes": "n"})),
-    "record_observation": ("record_observation", {"text": "x"}, ("post", "/api/v1/me/observations/", {})),
-    "remember": ("remember", {"session_id": "s", "content": "c"}, ("post", "/api/v1/remember/", {})),
-    "consolidate_memory": ("consolidate", {}, ("post", "/api/v1/consolidate/", {})),
-    "submit_remember_review": (
-        "submit_review",
-        {"session_id": "s", "output": "o"},
-        ("post", "/api/v1/reviews/", {"session_id": "s", "output": "o"}),
+    "list_facts": (
+        "list_facts",
+        s.FactListQuery,
+        "get",
+        "/api/v1/facts/",
+        {
+            "domain": "architecture",
+            "repo": "web",
+            "topic": "deploys",
+            "status": "challenged",
+            "current": False,
+            "session_key": "s-1",
+            "limit": 2,
+            "offset": 1,
+        },
+    ),
+    "get_fact": ("get_fact", sa.FactDetailQuery, "get", "/api/v1/facts/{fact_id}/", {"fact_id": 3, "as_of": AS_OF}),
+    "propose_fact": ("propose_fact", s.FactProposeIn, "post", "/api/v1/facts/", A_FACT),
+    "propose_facts": ("propose_facts_batch", s.FactBatchIn, "post", "/api/v1/facts/batch/", {"items": [A_FACT]}),
+    "supersede_fact": (
+        "supersede_fact",
+        s.FactSupersedeIn,
+        "post",
+        "/api/v1/facts/{fact_id}/supersede/",
+        {"fact_id": 3, "content": "Deploys run on Wednesdays.", "reason": "moved"},
+    ),
+    "create_episode": (
+        "create_episode",
+        s.EpisodeIn,
+        "post",
+        "/api/v1/episodes/",
+        {"kind": "session", "title": "a session", "started_at": VALID_AT},
+    ),
+    "propose_policy": (
+        "propose_policy",
+        s.PolicyProposeIn,
+        "post",
+        "/api/v1/policies/",
+        {"domain": "architecture", "repo": "web", "rule": "Test first.", "required_role": "coder", "derived_from": [1]},
+    ),
+    "supersede_policy": (
+        "supersede_policy",
+        s.PolicySupersedeIn,
+        "post",
+        "/api/v1/policies/{policy_id}/supersede/",
+        {"policy_id": 4, "rule": "Test everything first.", "reason": "tightened"},
+    ),
+    "list_policies": (
+        "list_policies",
+        s.PolicyListQuery,
+        "get",
+        "/api/v1/policies/",
+        {"active": False, "limit": 2, "offset": 1},
+    ),
+    "list_memory_conflicts": (
+        "list_conflicts",
+        s.ConflictListQuery,
+        "get",
+        "/api/v1/conflicts/",
+        {"domain": "architecture", "repo": "web", "topic": "deploys", "status": "open", "limit": 2, "offset": 1},
+    ),
+    "get_my_notes": ("get_notes", None, "get", "/api/v1/me/notes/", {}),
+    "update_my_notes": ("update_notes", s.NotesIn, "put", "/api/v1/me/notes/", {"notes": "my notes"}),
+    "record_observation": (
+        "record_observation",
+        s.ObservationIn,
+        "post",
+        "/api/v1/me/observations/",
+        {"text": "the build was slow"},
+    ),
+    "remember": (
+        "remember",
+        s.RememberIn,
+        "post",
+        "/api/v1/remember/",
+        {"session_id": "s-1", "content": "Deploy day.", "domain": "architecture", "repo": "web", "topic": "deploys"},
+    ),
+    "consolidate_memory": ("consolidate", s.ConsolidateIn, "post", "/api/v1/consolidate/", {"session_id": "s-1"}),
+    "harmonize_memory": (
+        "harmonize",
+        s.HarmonizeIn,
+        "post",
+        "/api/v1/harmonize/",
+        {"domain": "architecture", "repo": "web"},
     ),
     "record_meeting_decisions": (
         "record_meeting_decisions",
-        {"title": "t", "date": "2026-01-05", "decisions": ["d"]},
-        ("post", "/api/v1/decisions/", {"title": "t", "date": "2026-01-05", "decisions": ["d"]}),
+        sd.MeetingDecisionsIn,
+        "post",
+        "/api/v1/decisions/",
+        {"title": "weekly", "date": "2026-01-05", "decisions": ["Ship on Tuesdays."], "topic": "shipping"},
     ),
-    "create_memory_run": ("create_run", {"task": "t"}, ("post", "/api/v1/runs/", {"task": "t"})),
-    "memory_get_bank": ("get_bank", {"run_id": 7}, ("get", f"{RUN}/bank/", None)),
-    "memory_update_status": ("update_status", {"run_id": 7, "content": "c"}, ("post", f"{RUN}/bank/status/", {})),
+    "submit_remember_review": (
+        "submit_review",
+        rs.ReviewSubmitIn,
+        "post",
+        "/api/v1/reviews/",
+        {"session_id": "s-1", "output": "see docs/a.md", "files": {"docs/a.md": "# A"}, "repo": "web"},
+    ),
+    "get_remember_review": (
+        "get_review",
+        rs.ReviewWaitQuery,
+        "get",
+        "/api/v1/reviews/{review_id}/",
+        {"review_id": 5, "wait": 1.5},
+    ),
+    "consume_remember_review": (
+        "consume_review",
+        None,
+        "post",
+        "/api/v1/reviews/{review_id}/consume/",
+        {"review_id": 5},
+    ),
+    "list_candidates": (
+        "list_candidates",
+        sc.CandidateListQuery,
+        "get",
+        "/api/v1/candidates/",
+        {
+            "promotion_status": "held",
+            "failure_class": "harness_blocker",
+            "domain": "architecture",
+            "repo": "web",
+            "limit": 2,
+            "offset": 1,
+        },
+    ),
+    "submit_candidate": (
+        "submit_candidate",
+        sc.CandidateIn,
+        "post",
+        "/api/v1/candidates/",
+        {
+            "domain": "architecture",
+            "repo": "web",
+            "topic": "contracts",
+            "schema": "awtl.memory_candidate.v2",
+            "schema_version": "awtl.memory_candidate.v2",
+            "candidate_id": "memcand-1",
+            "failure_class": "verification_failure",
+            "failure_type": "contract_mismatch",
+            "source_action_ids": ["action-12"],
+            "root_cause_summary": "The response shape changed.",
+            "proposed_memory": "Update the contract evidence with the response.",
+            "scope": SCOPE,
+            "evidence_refs": ["judge:contract-verifier"],
+            "verification_probe_candidate": "contract-regression",
+            "promotion_status": "candidate",
+            "requires_human_review": True,
+            "origin": "agent",
+            "memory_type": "convention",
+        },
+    ),
+    "get_candidate": ("get_candidate", None, "get", "/api/v1/candidates/{candidate_pk}/", {"candidate_pk": 6}),
+    "record_replay": (
+        "record_replay",
+        sc.ReplayIn,
+        "post",
+        "/api/v1/candidates/{candidate_pk}/replays/",
+        {"candidate_pk": 6, "probe": "contract-regression", "passed": False, "details": "red"},
+    ),
+    "promote_candidate": (
+        "promote_candidate",
+        sc.PromoteIn,
+        "post",
+        "/api/v1/candidates/{candidate_pk}/promote/",
+        {"candidate_pk": 6, "write": True, "auto": True},
+    ),
+    "deny_candidate": (
+        "deny_candidate",
+        sc.DenyIn,
+        "post",
+        "/api/v1/candidates/{candidate_pk}/deny/",
+        {"candidate_pk": 6, "reason": "too narrow"},
+    ),
+    "create_memory_run": ("create_run", sr.RunIn, "post", "/api/v1/runs/", {"task": "fix the build"}),
+    "memory_get_bank": ("get_bank", None, "get", "/api/v1/runs/{run_id}/bank/", {"run_id": 7}),
+    "memory_update_status": (
+        "update_status",
+        sr.StatusIn,
+        "post",
+        "/api/v1/runs/{run_id}/bank/status/",
+        {"run_id": 7, "content": "working"},
+    ),
     "memory_save_knowledge": (
         "save_knowledge",
-        {"run_id": 7, "id": "k", "content": "c"},
-        ("post", f"{RUN}/bank/knowledge/", {}),
+        sr.KnowledgeIn,
+        "post",
+        "/api/v1/runs/{run_id}/bank/knowledge/",
+        {"run_id": 7, "id": "k1", "content": "the build uses make", "tags": ["applies_to:web"]},
     ),
     "memory_save_procedural": (
         "save_procedural",
-        {"run_id": 7, "id": "p", "content": "c", "outcome": "worked"},
-        ("post", f"{RUN}/bank/procedural/", {}),
+        sr.ProceduralIn,
+        "post",
+        "/api/v1/runs/{run_id}/bank/procedural/",
+        {"run_id": 7, "id": "p1", "content": "run make test", "outcome": "worked"},
     ),
-    "memory_delete": ("delete_item", {"run_id": 7, "id": "k"}, ("delete", f"{RUN}/bank/items/k/", None)),
-    "memory_log_decision": ("intervene", {"run_id": 7, "step": 1}, ("post", f"{RUN}/interventions/", {"step": 1})),
-    "finish_memory_run": ("finish_run", {"run_id": 7}, ("post", f"{RUN}/finish/", {})),
-    "whoami": ("me", {}, ("get", "/api/v1/me/", None)),
-    "list_facts": ("list_facts", {}, ("get", "/api/v1/facts/", None)),
-    "get_fact": ("get_fact", {"fact_id": 3}, ("get", "/api/v1/facts/3/", None)),
-    "create_episode": ("create_episode", {"kind": "session"}, ("post", "/api/v1/episodes/", {"kind": "session"})),
-    "list_policies": ("list_policies", {}, ("get", "/api/v1/policies/", None)),
-    "supersede_policy": (
-        "supersede_policy",
-        {"policy_id": 4, "rule": "r"},
-        ("post", "/api/v1/policies/4/supersede/", {"rule": "r"}),
+    "memory_delete": (
+        "delete_item",
+        sr.DeleteQuery,
+        "delete",
+        "/api/v1/runs/{run_id}/bank/items/{id}/",
+        {"run_id": 7, "id": "k1", "kind": "procedural"},
     ),
-    "get_my_notes": ("get_notes", {}, ("get", "/api/v1/me/notes/", None)),
-    "harmonize_memory": ("harmonize", {}, ("post", "/api/v1/harmonize/", {})),
-    "get_remember_review": ("get_review", {"review_id": 5, "wait": 1}, ("get", "/api/v1/reviews/5/?wait=1", None)),
-    "consume_remember_review": ("consume_review", {"review_id": 5}, ("post", "/api/v1/reviews/5/consume/", None)),
-    "list_candidates": ("list_candidates", {}, ("get", "/api/v1/candidates/", None)),
-    "submit_candidate": (
-        "submit_candidate",
+    "memory_log_decision": (
+        "intervene",
+        sr.InterventionIn,
+        "post",
+        "/api/v1/runs/{run_id}/interventions/",
         {
-            "domain": "architecture",
-            "topic": "t",
-            "candidate_id": "c",
-            "failure_class": "agent_failure",
-            "proposed_memory": "m",
+            "run_id": 7,
+            "step": 3,
+            "reminder": "run the linter first",
+            "rationale": "it failed twice",
+            "window": [{"step": 2, "command": "make", "thought": "build", "ok": False, "output": "lint"}],
         },
-        ("post", "/api/v1/candidates/", {"domain": "architecture"}),
     ),
-    "get_candidate": ("get_candidate", {"candidate_pk": 6}, ("get", "/api/v1/candidates/6/", None)),
-    "record_replay": (
-        "record_replay",
-        {"candidate_pk": 6, "probe": "p", "passed": True},
-        ("post", "/api/v1/candidates/6/replays/", {}),
+    "finish_memory_run": (
+        "finish_run",
+        sr.FinishIn,
+        "post",
+        "/api/v1/runs/{run_id}/finish/",
+        {
+            "run_id": 7,
+            "offer_candidates": True,
+            "items": ["k1"],
+            "domain": "architecture",
+            "repo": "web",
+            "topic": "builds",
+            "failure_class": "environment_blocker",
+            "scope": SCOPE,
+        },
     ),
-    "promote_candidate": ("promote_candidate", {"candidate_pk": 6}, ("post", "/api/v1/candidates/6/promote/", {})),
-    "deny_candidate": ("deny_candidate", {"candidate_pk": 6}, ("post", "/api/v1/candidates/6/deny/", {})),
 }
+LISTS = {"list_facts", "list_policies", "list_memory_conflicts", "list_candidates"}
 # Routes of the API that are not agent tools: the OpenAPI schema and its browsable docs, and the
 # people-only erasure API (issue 21: signed-in workspace admins; every agent is refused).
 NOT_TOOLS = {"api-schema", "api-docs", "api-admin-erasure-preview", "api-admin-erasures"}
@@ -135,9 +349,10 @@ def _api_endpoints():
 API_ENDPOINTS = _api_endpoints()
 
 
-def _endpoint_of(twin):
-    method, path, _ = twin
-    return resolve(path.split("?")[0]).url_name, method
+def _endpoint_of(tool):
+    """The (route name, HTTP method) of `tool`'s API twin."""
+    _, _, method, template, arguments = TWINS[tool]
+    return resolve(template.format(**arguments)).url_name, method
 
 
 def _call_tool(server, name, arguments):
@@ -152,34 +367,18 @@ def _call_tool(server, name, arguments):
 
 @pytest.mark.parametrize(("route", "method"), API_ENDPOINTS, ids=[f"{m} {r}" for r, m in API_ENDPOINTS])
 def test_every_api_endpoint_has_exactly_one_mcp_tool(route, method):
-    tools = [tool for tool, (_, _, twin) in TWINS.items() if _endpoint_of(twin) == (route, method)]
+    tools = [tool for tool in TWINS if _endpoint_of(tool) == (route, method)]
     assert len(tools) == 1, f"{method.upper()} {route}: MCP tools {tools}; add the tool and its TWINS entry"
 
 
 def test_every_twin_is_an_endpoint_of_the_url_conf():
     assert len(API_ENDPOINTS) > 30  # the URL conf was read
-    assert {
-        tool: _endpoint_of(twin) for tool, (_, _, twin) in TWINS.items() if _endpoint_of(twin) not in API_ENDPOINTS
-    } == {}
+    assert {tool: _endpoint_of(tool) for tool in TWINS if _endpoint_of(tool) not in API_ENDPOINTS} == {}
 
 
 def test_every_mcp_tool_has_an_api_twin_listed_here(world):
     server = mcp_server.build_server(world.coder.plain_key)
     assert {tool.name for tool in asyncio.run(server.list_tools())} == set(TWINS)
-
-
-@pytest.mark.parametrize("tool", sorted(TWINS))
-def test_the_endpoint_and_the_mcp_tool_call_the_same_operation(world, tool):
-    operation, arguments, (method, path, body) = TWINS[tool]
-    server = mcp_server.build_server(world.coder.plain_key, site_url=SITE)
-    answer = ops.Result(200, {"answered_by": operation})
-    with mock.patch.object(ops, operation, autospec=True, return_value=answer) as patched:
-        over_http = getattr(client_for(world.coder), method)(path, body, format="json")
-        over_mcp = _call_tool(server, tool, arguments)
-    assert patched.call_count == 2
-    assert [call.args[0].pk for call in patched.call_args_list] == [world.coder.pk, world.coder.pk]
-    assert (over_http.status_code, over_http.json()) == (200, {"answered_by": operation})
-    assert not over_mcp.is_error and over_mcp.structured_content == {"answered_by": operation}
 
 
 def _conflicts(world, n):
@@ -276,12 +475,189 @@ def test_the_operations_do_not_import_the_api():
 
 
 def test_the_mcp_enumerations_are_the_model_choices():
-    assert set(get_args(mcp_server.SearchMode)) == set(MODES)
-    assert list(get_args(mcp_server.MemoryType)) == MemoryType.values
-    assert set(get_args(mcp_server.RelayVeracity)) == set(Veracity.values)
-    assert set(get_args(mcp_server.AgentVeracity)) == set(Veracity.values) - {Veracity.HUMAN_STATED}
-    assert list(get_args(mcp_server.ConflictStatus)) == [*Conflict.Status.values, CONFLICT_CLOSED]
-    assert list(get_args(mcp_server.FailureClass)) == FailureClass.values
-    assert set(get_args(mcp_server.BankItemKind)) == set(BankKind.values) - {BankKind.STATUS}
-    assert list(get_args(mcp_server.FactStatus)) == FactStatus.values
-    assert list(get_args(mcp_server.PromotionStatus)) == PromotionStatus.values
+    assert set(get_args(tool_types.SearchMode)) == set(MODES)
+    assert list(get_args(tool_types.MemoryType)) == MemoryType.values
+    assert set(get_args(tool_types.RelayVeracity)) == set(Veracity.values)
+    assert set(get_args(tool_types.AgentVeracity)) == set(Veracity.values) - {Veracity.HUMAN_STATED}
+    assert list(get_args(tool_types.ConflictStatus)) == [*Conflict.Status.values, CONFLICT_CLOSED]
+    assert list(get_args(tool_types.FailureClass)) == FailureClass.values
+    assert set(get_args(tool_types.BankItemKind)) == set(BankKind.values) - {BankKind.STATUS}
+    assert list(get_args(tool_types.FactStatus)) == FactStatus.values
+    assert list(get_args(tool_types.PromotionStatus)) == PromotionStatus.values
+
+
+# --- Every argument of every operation, through both surfaces (issue 36) -------------------------
+
+
+def _path_arguments(tool):
+    return re.findall(r"\{(\w+)\}", TWINS[tool][3])
+
+
+def _over_http(client, tool, arguments):
+    """The API call of `tool` with `arguments`: the path's in the path, the others in the query
+    string (GET, DELETE: booleans as a query string spells them) or the JSON body."""
+    _, _, method, template, _ = TWINS[tool]
+    path = template.format(**arguments)
+    rest = {k: v for k, v in arguments.items() if k not in _path_arguments(tool)}
+    if method in ("get", "delete"):
+        query = {k: str(v).lower() if isinstance(v, bool) else v for k, v in rest.items()}
+        return getattr(client, method)(path + (f"?{urlencode(query)}" if query else ""))
+    return getattr(client, method)(path, rest, format="json")
+
+
+def _echo(serializer, agent_pk):
+    """A stand-in for an operation answering what it was handed, as the operation reads it: the
+    path's values, its input as its serializer validates it, the page asked for."""
+
+    def operation(agent, *args, **kwargs):
+        assert agent.pk == agent_pk
+        path = [str(a) for a in args if not isinstance(a, Mapping) and a is not None]
+        raw = next((a for a in args if isinstance(a, Mapping)), {})
+        if serializer is None:
+            refuse_unknown(raw)
+            data = {}
+        else:
+            data = validated(serializer, raw, also=ops.PAGE_ARGUMENTS)
+        page = (
+            page_bounds({"limit": kwargs.get("limit"), "offset": kwargs.get("offset")}) if "limit" in kwargs else None
+        )
+        body = {"path": path, "input": data, "page": page}
+        return ops.Result(200, json.loads(json.dumps(body, cls=DjangoJSONEncoder)))
+
+    return operation
+
+
+@pytest.mark.parametrize("tool", sorted(TWINS))
+def test_the_endpoint_and_the_mcp_tool_hand_every_argument_to_the_operation_alike(world, tool):
+    operation, serializer, _, _, arguments = TWINS[tool]
+    server = mcp_server.build_server(world.coder.plain_key, site_url=SITE)
+    with mock.patch.object(ops, operation, autospec=True, side_effect=_echo(serializer, world.coder.pk)) as patched:
+        over_http = _over_http(client_for(world.coder), tool, arguments)
+        over_mcp = _call_tool(server, tool, arguments)
+    assert patched.call_count == 2
+    assert over_http.status_code == 200, over_http.json()
+    assert not over_mcp.is_error, over_mcp.structured_content
+    assert over_mcp.structured_content == over_http.json()
+    handed = over_http.json()
+    given = set(arguments) - set(_path_arguments(tool)) - (set(ops.PAGE_ARGUMENTS) if tool in LISTS else set())
+    assert given <= set(handed["input"]), f"dropped: {given - set(handed['input'])}"
+    assert handed["path"] == [str(arguments[name]) for name in _path_arguments(tool)]
+    if tool in LISTS:
+        assert handed["page"] == [arguments["limit"], arguments["offset"]]
+
+
+def test_every_tool_takes_exactly_the_arguments_of_its_endpoint(world):
+    server = mcp_server.build_server(world.coder.plain_key)
+    taken = {tool.name: set(tool.input_schema.get("properties", {})) for tool in asyncio.run(server.list_tools())}
+    declared = {
+        tool: {
+            *(serializer().fields if serializer else ()),
+            *_path_arguments(tool),
+            *(ops.PAGE_ARGUMENTS if tool in LISTS else ()),
+        }
+        for tool, (_, serializer, *_) in TWINS.items()
+    }
+    assert taken == declared
+    for tool, (*_, arguments) in TWINS.items():
+        assert set(arguments) == declared[tool], f"{tool}: its TWINS entry must give every argument"
+
+
+def test_the_schemas_operation_ids_are_the_mcp_tool_names():
+    schema = client_for(None).get("/api/v1/schema/?format=json").json()
+    operation_ids = {}
+    for path, methods in schema["paths"].items():
+        route = resolve(re.sub(r"\{\w+\}", "1", path)).url_name
+        for method, operation in methods.items():
+            operation_ids[(route, method)] = operation["operationId"]
+    assert {tool: operation_ids[_endpoint_of(tool)] for tool in TWINS} == {tool: tool for tool in TWINS}
+
+
+def _row_counts():
+    return {
+        model._meta.label: model.objects.count()
+        for app in ("memory", "agents", "review")
+        for model in apps.get_app_config(app).get_models()
+    }
+
+
+@pytest.mark.parametrize("tool", sorted(TWINS))
+def test_an_unknown_argument_is_refused_alike_and_writes_nothing(world, tool):
+    arguments = {**TWINS[tool][4], "colour": "blue"}
+    server = mcp_server.build_server(world.coder.plain_key, site_url=SITE)
+    before = _row_counts()
+    over_http = _over_http(client_for(world.coder), tool, arguments)
+    over_mcp = _call_tool(server, tool, arguments)
+    assert over_http.status_code == 400
+    assert over_http.json()["code"] == "unknown_argument"
+    assert over_http.json()["fields"] == {"colour": ["Unknown argument."]}
+    assert over_mcp.is_error and over_mcp.structured_content == over_http.json()
+    assert _row_counts() == before
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "unknown"),
+    [
+        ("submit_candidate", {"scope": {**SCOPE, "colour": "blue"}}, "scope.colour"),
+        ("finish_memory_run", {"scope": {**SCOPE, "colour": "blue"}}, "scope.colour"),
+        ("memory_log_decision", {"window": [{"step": 1, "colour": "blue"}]}, "window.0.colour"),
+    ],
+)
+def test_an_unknown_nested_argument_is_refused_alike(world, tool, arguments, unknown):
+    arguments = {**TWINS[tool][4], **arguments}
+    server = mcp_server.build_server(world.coder.plain_key, site_url=SITE)
+    over_http = _over_http(client_for(world.coder), tool, arguments)
+    over_mcp = _call_tool(server, tool, arguments)
+    assert (over_http.status_code, over_http.json()["code"]) == (400, "unknown_argument")
+    assert list(over_http.json()["fields"]) == [unknown]
+    assert over_mcp.is_error and over_mcp.structured_content == over_http.json()
+
+
+def test_an_unknown_argument_of_a_batch_item_refuses_that_item_alike(world):
+    items = [{**A_FACT, "episode_id": None, "source_observation_ids": [], "colour": "blue"}]
+    server = mcp_server.build_server(world.coder.plain_key, site_url=SITE)
+    over_http = client_for(world.coder).post("/api/v1/facts/batch/", {"items": items}, format="json")
+    over_mcp = _call_tool(server, "propose_facts", {"items": items})
+    assert over_http.status_code == 200, over_http.json()
+    [result] = over_http.json()["results"]
+    assert (result["status"], result["error"]["code"], result["error"]["fields"]) == (
+        400,
+        "unknown_argument",
+        {"colour": ["Unknown argument."]},
+    )
+    assert over_mcp.structured_content == over_http.json()
+
+
+def test_a_query_string_on_a_body_endpoint_is_an_unknown_argument(api):
+    refused = api.post("/api/v1/remember/?colour=blue", {"session_id": "s-1", "content": "c"}, format="json")
+    assert (refused.status_code, refused.json()["code"]) == (400, "unknown_argument")
+    assert refused.json()["fields"] == {"colour": ["Unknown argument."]}
+
+
+def test_list_facts_filters_by_session_key_over_http_and_mcp(world):
+    for i in range(3):
+        FactFactory(domain=world.architecture, topic=f"mine{i}", session_key="s-1")
+    for i in range(5):
+        FactFactory(domain=world.architecture, topic=f"other{i}")
+    server = mcp_server.build_server(world.coder.plain_key, site_url=SITE)
+    over_http = client_for(world.coder).get("/api/v1/facts/", {"session_key": "s-1"}).json()
+    over_mcp = _call_tool(server, "list_facts", {"session_key": "s-1"}).structured_content
+    assert over_http["count"] == 3
+    assert over_mcp == over_http
+
+
+def test_finish_memory_run_scopes_the_offered_candidates_over_http_and_mcp(world):
+    api = client_for(world.coder)
+    server = mcp_server.build_server(world.coder.plain_key, site_url=SITE)
+    finished = {}
+    for surface in ("http", "mcp"):
+        run = api.post("/api/v1/runs/", {"task": "fix the build"}, format="json").json()["id"]
+        saved = {"id": "k1", "content": f"the build uses make ({surface})"}
+        assert api.post(f"/api/v1/runs/{run}/bank/knowledge/", saved, format="json").status_code == 201
+        arguments = {"offer_candidates": True, "topic": "builds", "scope": SCOPE}
+        if surface == "http":
+            finished[surface] = api.post(f"/api/v1/runs/{run}/finish/", arguments, format="json").json()
+        else:
+            finished[surface] = _call_tool(server, "finish_memory_run", {"run_id": run, **arguments}).structured_content
+    for body in finished.values():
+        [candidate] = body["candidates"]
+        assert (candidate["promotion_status"], candidate["scope"]) == ("candidate", SCOPE)
