@@ -28,6 +28,7 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 from django.conf import settings
 
+from memory.inference import outside_transactions
 from memory.metrics import embedding_timer
 
 DIMENSIONS = 384
@@ -297,6 +298,7 @@ def embed_texts(texts: Sequence[str], *, batch_size: int | None = None, bulk: bo
     `bulk=True` for importers and reindexing: more threads, its own session."""
     if not texts:
         return []
+    outside_transactions("embedding")
     encoder = get_encoder(bulk=bulk)  # loading the model once is not embedding time
     with embedding_timer(len(texts)):
         vectors = encoder.encode(list(texts), batch_size or settings.ENGRAM_EMBED_BATCH)

@@ -46,6 +46,7 @@ from memory.services.facts import (
     propose_fact_locked,
     read_before_locking,
 )
+from memory.services.locking import Replan, write_planned
 from memory.services.tenancy import create_domain
 from review.access import reviews_for, undecidable_layers
 from review.errors import ReviewAlreadyConsumed, ReviewAlreadyResolved, ReviewNotFound, ReviewStillPending
@@ -475,40 +476,48 @@ def _reviewer_label(by: Actor) -> str:
     return f"Reviewer {by.user.get_username()}" if by.user is not None else "A reviewer"
 
 
-# An edit landing between the embedding and the lock sends approval back to embed again; a review
-# edited faster than this many rounds is refused (409) rather than embedded under the lock.
-PLAN_ATTEMPTS = 3
+@dataclass(frozen=True)
+class _Approval:
+    """An approval planned outside the transaction: the review as read, each selected item's text
+    and vector, and the domains its layers already have (locked first: memory.services.locking)."""
 
-
-class _StalePlan(Exception):
-    """Under the lock, a text to store is not the one embedded before the transaction."""
+    review: RememberReview
+    vectors: dict[int, _Planned]
+    domain_ids: list[int]
 
 
 def approve_review(*, review: RememberReview, by: Actor, reviewer_note: str | None = None) -> RememberReview:
     """Store each selected item as a fact, in one transaction, and resolve the review.
 
+    Planned, locked and re-checked as every write of facts (memory.services.locking): an edit
+    landing between the embedding and the lock sends approval back to embed again; a review edited
+    faster than that is refused (409 `review_changed`) rather than embedded under the lock.
     Raises ReviewAlreadyResolved (409) when someone else resolved it first — with two reviewers
     approving at once, exactly one wins; the loser changes nothing."""
     check_access(review, by)
-    for _ in range(PLAN_ATTEMPTS):
+
+    def plan(_hint: None) -> _Approval:
         current = RememberReview.objects.select_related("repo", "workspace").get(pk=review.pk)
         if not current.is_pending:
             raise ReviewAlreadyResolved(current.pk, current.status)
-        check_layers(current, by, {i.layer for i in current.items.all() if i.selected})
-        planned = _prepare_vectors(current, by)
-        try:
-            return _approve_locked(review=current, by=by, planned=planned, reviewer_note=reviewer_note)
-        except _StalePlan:
-            continue
-    raise StateConflict("The review kept changing while it was being approved; try again.", code="review_changed")
+        layers = {i.layer for i in current.items.all() if i.selected}
+        check_layers(current, by, layers)
+        domains = [_domain_for(current, layer, by, create=False) for layer in sorted(layers)]
+        return _Approval(current, _prepare_vectors(current, by), [d.pk for d in domains if d is not None])
+
+    def write(planned: _Approval) -> RememberReview:
+        return _approve_locked(review=planned.review, by=by, planned=planned.vectors, reviewer_note=reviewer_note)
+
+    changed = StateConflict("The review kept changing while it was being approved; try again.", code="review_changed")
+    return write_planned(plan, write, domains=lambda planned: planned.domain_ids, changed=changed)
 
 
-@transaction.atomic
 def _approve_locked(
     *, review: RememberReview, by: Actor, planned: dict[int, _Planned], reviewer_note: str | None
 ) -> RememberReview:
-    """Under the review's lock, with every text's vector computed before: raises _StalePlan (and
-    writes nothing) when an item changed since, so no model inference runs here."""
+    """In approve_review's transaction, under the review's lock, with every text's vector computed
+    before: raises Replan (and writes nothing) when an item changed since, so no model inference
+    runs here."""
     review = _lock_pending(review)
     if reviewer_note is not None:
         review.reviewer_note = _normalise_newlines(reviewer_note).strip()[:REVIEWER_NOTE_MAX]
@@ -519,7 +528,7 @@ def _approve_locked(
         body and (item_id not in planned or planned[item_id].text != body or planned[item_id].layer != layers[item_id])
         for item_id, body in bodies.items()
     ):
-        raise _StalePlan
+        raise Replan()
     now = timezone.now()
     stored: list[dict[str, Any]] = []
     skipped: list[str] = []

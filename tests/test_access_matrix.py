@@ -60,6 +60,7 @@ from guardian.models import GroupObjectPermission, UserObjectPermission
 from guardian.shortcuts import assign_perm
 from rest_framework.settings import api_settings
 
+from memory import inference
 from memory.actors import Actor
 from memory.audit import record_event
 from memory.models import (
@@ -1079,7 +1080,7 @@ def send(m: Matrix, persona: str, cell: Cell, state: tuple[str, str], result: Re
     cookies = copy.deepcopy(client.cookies) if cell.method != "get" else None
     changed, raised = False, []
     try:
-        with transaction.atomic():
+        with transaction.atomic(), inference.enclosing_transactions():  # the harness's rollback
             response = getattr(client, cell.method)(cell.path, **kwargs)
             # Every cell is rolled back, so the rows before any request are the rows before this one.
             changed = judge_state and fingerprint(sql) != baseline
@@ -1289,7 +1290,7 @@ class _Links(HTMLParser):
 def _get(client: Client, path: str) -> Any:
     """A GET in a savepoint rolled back afterwards."""
     try:
-        with transaction.atomic():
+        with transaction.atomic(), inference.enclosing_transactions():
             response = client.get(path)
             raise _Rollback
     except _Rollback:

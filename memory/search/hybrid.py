@@ -390,10 +390,10 @@ def search_memory(
         ranked.append(candidate)
     ranked.sort(key=lambda c: -c.score)
     if mode == "hybrid":
-        pool = ranked[: pool_size(limit)]
-        near, asked = _pairs([c.pk for c in pool], as_of)
-        _current_first(pool, asked)
-        ranked = _mmr(pool, limit, near)
+        shortlist = ranked[: pool_size(limit)]
+        near, asked = _pairs([c.pk for c in shortlist], as_of)
+        _current_first(shortlist, asked)
+        ranked = _mmr(shortlist, limit, near)
     else:
         ranked = ranked[:limit]
     hits = [

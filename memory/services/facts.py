@@ -24,7 +24,15 @@ from memory.actors import Actor, require_actor
 from memory.audit import record_event, record_events
 from memory.classifier import Relation
 from memory.embeddings import Meaning, embed_meaning, embed_meanings
-from memory.errors import EngramError, FactNotLive, InvalidInput, NotFound, ProtectedFact, VeracityNotAllowed
+from memory.errors import (
+    EngramError,
+    FactNotLive,
+    InvalidInput,
+    NotFound,
+    ProtectedFact,
+    StateConflict,
+    VeracityNotAllowed,
+)
 from memory.metrics import count_fact_write
 from memory.models import (
     VERACITY_WEIGHT,
@@ -57,7 +65,7 @@ from memory.services.conflicts import (
 # importable from here.
 from memory.services.conflicts import decide_winner as decide_winner
 from memory.services.conflicts import reinforce as reinforce
-from memory.services.embedding import schedule_embedding
+from memory.services.locking import write_planned
 from memory.services.nearby import live_rows, nearest_ids_many, nearest_live
 from memory.services.tenancy import hidden_domains, require_visible_domain
 
@@ -221,9 +229,18 @@ def propose_fact(
     as a missing one); writes nothing then."""
     _check_proposal(domain=domain, data=data, by=by)
     vector = embedding if embedding is not None else embed_meaning(data.topic, data.content)
-    embed_live_without_vectors(domain.pk, data.topic)
-    read_before_locking([((domain.pk, data.topic), data.content, vector)])
-    return _propose_locked(domain=domain, data=data, by=by, vector=vector)
+
+    def plan(_hint: None) -> Meaning:
+        embed_live_without_vectors(domain.pk, data.topic)
+        read_before_locking([((domain.pk, data.topic), data.content, vector)])
+        return vector
+
+    return write_planned(
+        plan,
+        lambda planned: _propose_locked(domain=domain, data=data, by=by, vector=planned),
+        domains=lambda _: [domain.pk],
+        changed=StateConflict("The domain kept changing while the fact was written; try again.", code="domain_busy"),
+    )
 
 
 def read_before_locking(items: Sequence[tuple[tuple[int, str], str, Meaning]]) -> None:
@@ -292,22 +309,40 @@ def propose_facts(*, items: Sequence[IngestItem], by: Actor) -> list[ProposalRes
     if accepted:
         batch = [items[i] for i in accepted]
         vectors = embed_meanings([(i.data.topic, i.data.content) for i in batch], batch_size=32, bulk=True)
-        embed_live_without_vectors_of((i.domain.pk, i.data.topic) for i in batch)
-        read_before_locking(
-            [((i.domain.pk, i.data.topic), i.data.content, v) for i, v in zip(batch, vectors, strict=True)]
+
+        def plan(_hint: None) -> None:
+            embed_live_without_vectors_of((i.domain.pk, i.data.topic) for i in batch)
+            read_before_locking(
+                [((i.domain.pk, i.data.topic), i.data.content, v) for i, v in zip(batch, vectors, strict=True)]
+            )
+
+        written = write_planned(
+            plan,
+            lambda _: _ingest_batch(batch, vectors, by, refusals=True),
+            domains=lambda _: (),  # _ingest_batch locks every domain of the batch in one statement
+            changed=StateConflict(
+                "The domains kept changing while the batch was written; try again.", code="domain_busy"
+            ),
         )
-        for index, answer in zip(accepted, _ingest_batch(batch, vectors, by, refusals=True), strict=True):
+        for index, answer in zip(accepted, written, strict=True):
             answers[index] = answer
     return [answers[index] for index in range(len(items))]
 
 
 @transaction.atomic
-def _propose_locked(*, domain: MemoryDomain, data: FactInput, by: Actor, vector: Meaning) -> ProposalResult:
+def _propose_locked(
+    *, domain: MemoryDomain, data: FactInput, by: Actor, vector: Meaning, replacing: Fact | None = None
+) -> ProposalResult:
+    """Under the domain's lock, compare with its live facts nearest in meaning and act on the
+    chosen relation. With `replacing` (a supersession, already locked by the caller), that fact is
+    left out of the comparison: the text is meant to replace it, and is read against the others."""
     lock_domain(domain.pk)
     observations = _check_sources(domain.workspace_id, data.source_observation_ids, by)
     episode = _check_episode(domain.workspace_id, data.episode_id, by)
     now = timezone.now()
     live = nearest_live(domain.pk, vector.content, lock=True)
+    if replacing is not None:
+        live = [f for f in live if f.pk != replacing.pk]
     matches = relations(data.content, vector.content, live, topic=data.topic)
     match = choose(matches)
 
@@ -327,7 +362,7 @@ def _propose_locked(*, domain: MemoryDomain, data: FactInput, by: Actor, vector:
     new = _new_fact(domain, data, by, vector, now)
     new.save()
     _link(new, observations, episode)
-    if match is None or match.kind != Relation.CONTRADICTS:
+    if replacing is None and (match is None or match.kind != Relation.CONTRADICTS):
         record_event(
             actor=by,
             verb="fact.created",
@@ -444,64 +479,95 @@ def _check_may_replace(by: Actor, fact: Fact) -> None:
         raise ProtectedFact(fact.pk, "it was promoted through the review gate")
 
 
-@transaction.atomic
 def supersede_fact(*, fact: Fact, by: Actor, content: str, reason: str = "", veracity: str | None = None) -> Fact:
     """Replace `fact` with a new version; the old row's content is never edited.
 
-    Its open possible conflicts follow it to the new version and stay open (follow_successor):
-    under the lock of its domain, which every writer of the domain's facts and conflicts
-    takes first, then the fact, then those conflicts (pk order).
+    The new text is read against the domain's other live facts as a proposal would be (its vector
+    and the pair model's readings computed before any lock): restating a third live fact, `fact`
+    is superseded by that fact, which gains the mention; contradicting one, the rule decides (or a
+    person is asked) and `fact` is superseded by the new version either way; otherwise by the new
+    version. Its open possible conflicts follow it to its successor and stay open
+    (follow_successor). Locks: the domain (which every writer of its facts and conflicts takes
+    first), then `fact`, then the live facts compared (pk order), then those conflicts.
 
     Raises FactNotLive if it was already superseded or retired, InvalidInput for bad content,
-    NotFound (`fact_not_found`) when an agent may not see the fact, exactly as for a missing one."""
+    NotFound (`fact_not_found`) when an agent may not see the fact, exactly as for a missing one.
+    Answers the live fact that now holds the text."""
+
+    def plan(_hint: None) -> tuple[FactInput, Meaning]:
+        return plan_supersession(fact=fact, by=by, content=content, reason=reason, veracity=veracity)
+
+    return write_planned(
+        plan,
+        lambda planned: supersede_fact_locked(fact=fact, by=by, data=planned[0], reason=reason, vector=planned[1]),
+        domains=lambda _: [fact.domain_id],
+        changed=StateConflict("The domain kept changing while the fact was replaced; try again.", code="domain_busy"),
+    )
+
+
+def plan_supersession(
+    *, fact: Fact, by: Actor, content: str, reason: str, veracity: str | None = None
+) -> tuple[FactInput, Meaning]:
+    """Outside any transaction: a supersession's checks, its input, its vector, and the pair
+    model's readings of its neighbours (cached for the locked step)."""
+    data = _supersession(fact=fact, by=by, content=content, reason=reason, veracity=veracity)
+    vector = embed_meaning(data.topic, data.content)
+    embed_live_without_vectors(fact.domain_id, data.topic)
+    read_before_locking([((fact.domain_id, data.topic), data.content, vector)])
+    return data, vector
+
+
+def _supersession(*, fact: Fact, by: Actor, content: str, reason: str, veracity: str | None) -> FactInput:
+    """The checks a supersession passes before anything is read under a lock, and its input."""
     by = require_actor(by)
     if by.agent is not None and not Fact.objects.visible_to(by.agent).filter(pk=fact.pk).exists():
         raise NotFound(f"No fact {fact.pk}.", code="fact_not_found")
-    lock_domain(fact.domain_id)  # a fact's domain never changes
-    fact = Fact.objects.select_for_update().get(pk=fact.pk)
-    if not fact.is_live:
-        raise FactNotLive(fact.pk)
     veracity = veracity or (Veracity.HUMAN_STATED if by.user is not None else Veracity.AGENT_INFERRED)
     check_veracity_authority(by, veracity)
-    _check_may_replace(by, fact)
-    validate_fact_input(FactInput(topic=fact.topic, content=content, memory_type=fact.memory_type, veracity=veracity))
     if len(reason) > 500:
         raise InvalidInput("The reason is too long.", fields={"reason": ["At most 500 characters."]})
-    now = timezone.now()
-    new = Fact.objects.create(
-        workspace_id=fact.workspace_id,
-        domain_id=fact.domain_id,
+    data = FactInput(
         topic=fact.topic,
         content=content,
         memory_type=fact.memory_type,
         veracity=veracity,
-        confidence=VERACITY_WEIGHT[veracity],
-        observed_at=now,
-        valid_until=fact.valid_until if fact.valid_until and fact.valid_until > now else None,
-        created_at=now,
-        last_mentioned_at=now,
-        status_changed_at=now,
-        human_edited=by.user is not None,
-        origin="human" if by.user is not None else "agent",
-        source="supersede",
-        valid_for=fact.valid_for,
-        not_valid_for=fact.not_valid_for,
-        verification=fact.verification,
-        created_by_agent=by.agent,
-        created_by_user=by.user,
+        extra={
+            "human_edited": by.user is not None,
+            "origin": "human" if by.user is not None else "agent",
+            "source": "supersede",
+            "valid_for": fact.valid_for,
+            "not_valid_for": fact.not_valid_for,
+            "verification": fact.verification,
+        },
     )
-    fact.superseded_by, fact.superseded_at, fact.supersede_reason = new, now, reason
+    validate_fact_input(data)
+    return data
+
+
+@transaction.atomic
+def supersede_fact_locked(*, fact: Fact, by: Actor, data: FactInput, reason: str, vector: Meaning) -> Fact:
+    """supersede_fact's writing step, for a caller that planned it (plan_supersession) before its
+    transaction opened: no model inference runs here."""
+    lock_domain(fact.domain_id)  # a fact's domain never changes
+    fact = Fact.objects.select_for_update().select_related("domain").get(pk=fact.pk)
+    if not fact.is_live:
+        raise FactNotLive(fact.pk)
+    _check_may_replace(by, fact)
+    now = timezone.now()
+    if fact.valid_until and fact.valid_until > now:
+        data.valid_until = fact.valid_until
+    result = _propose_locked(domain=fact.domain, data=data, by=by, vector=vector, replacing=fact)
+    successor = result.fact
+    if result.outcome == Outcome.CONFLICT_LOST and result.conflict is not None and result.conflict.winner is not None:
+        successor = result.conflict.winner  # the new version lost to a third fact: that one stands
+    fact.superseded_by, fact.superseded_at, fact.supersede_reason = successor, now, reason
     fact.save(update_fields=["superseded_by", "superseded_at", "supersede_reason"])
-    record_event(
-        actor=by,
-        verb="fact.superseded",
-        workspace_id=fact.workspace_id,
-        target=fact,
-        detail={"successor": new.pk, "reason": reason},
-    )
-    follow_successor(old=fact, successor=new, by=by)
-    schedule_embedding(new.pk)
-    return new
+    detail: dict[str, Any] = {"successor": successor.pk, "reason": reason}
+    if result.outcome != Outcome.CREATED:
+        detail.update(outcome=result.outcome, compared_with=result.compared_with)
+    record_event(actor=by, verb="fact.superseded", workspace_id=fact.workspace_id, target=fact, detail=detail)
+    follow_successor(old=fact, successor=successor, by=by)
+    return successor
 
 
 @transaction.atomic

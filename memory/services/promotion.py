@@ -53,6 +53,7 @@ from memory.services.facts import (
     validate_fact_input,
 )
 from memory.services.lifecycle import ChallengeReason, challenge_fact, revalidate_fact
+from memory.services.locking import Replan, write_planned
 from memory.services.nearby import nearest_live
 from memory.services.tenancy import require_visible_domain
 
@@ -677,22 +678,15 @@ def _rule_text(proposed_memory: str) -> str:
 
 # --- Inference before the transaction ----------------------------------------------------------
 # A `_locked` step receives the vector of the text it will store, computed before its transaction
-# opened (STYLE: no model inference under a lock). When it finds the text changed since, or the
-# gates passing only now (a concurrent replay), it raises _StaleVector before writing anything:
-# the transaction rolls back, the text it met is embedded outside, and the step runs again.
-PLAN_ATTEMPTS = 3
+# opened (memory.services.locking: plan, lock, re-check, write). When it finds the text changed
+# since, or the gates passing only now (a concurrent replay), it raises Replan(text) before writing
+# anything: the transaction rolls back, the text it met is embedded outside, and the step runs again.
 
 
 @dataclass(frozen=True)
 class PlannedVector:
     text: str
     vector: Meaning
-
-
-class _StaleVector(Exception):
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.text = text
 
 
 def _plan_vector(candidate: Candidate, text: str) -> PlannedVector:
@@ -705,21 +699,25 @@ def _plan_vector(candidate: Candidate, text: str) -> PlannedVector:
 
 
 def _vector_for(planned: PlannedVector | None, text: str) -> Meaning:
-    """Under the lock: the planned vector of `text`, else _StaleVector (nothing written yet)."""
+    """Under the lock: the planned vector of `text`, else Replan (nothing written yet)."""
     if planned is None or planned.text != text:
-        raise _StaleVector(text)
+        raise Replan(text)
     return planned.vector
 
 
 def _with_planned_vector(
     step: Callable[[PlannedVector | None], PromotionDecision], candidate: Candidate, planned: PlannedVector | None
 ) -> PromotionDecision:
-    for _ in range(PLAN_ATTEMPTS):
-        try:
-            return step(planned)
-        except _StaleVector as stale:
-            planned = _plan_vector(candidate, stale.text)
-    raise StateConflict("The candidate kept changing while it was being decided; try again.", code="candidate_changed")
+    """`step` under the candidate's domain lock (write_planned), first with the caller's plan, then
+    with the text a stale step met."""
+
+    def plan(text: str | None) -> PlannedVector | None:
+        return planned if text is None else _plan_vector(candidate, text)
+
+    changed = StateConflict(
+        "The candidate kept changing while it was being decided; try again.", code="candidate_changed"
+    )
+    return write_planned(plan, step, domains=lambda _: [candidate.domain_id], changed=changed)
 
 
 def promote(*, candidate: Candidate, by: Actor, write: bool, auto: bool = False) -> PromotionDecision:
@@ -827,7 +825,6 @@ def _edited_by_person(candidate: Candidate) -> bool:
     ).exists()
 
 
-@transaction.atomic
 def _decide_candidate_locked(
     *,
     candidate: Candidate,
@@ -866,7 +863,6 @@ def dry_run(*, candidate: Candidate, by: Actor, auto: bool = False) -> Promotion
     )
 
 
-@transaction.atomic
 def _decide_locked(
     *, candidate: Candidate, by: Actor, auto: bool, planned: PlannedVector | None, on_restatement: str = "keep"
 ) -> PromotionDecision:
