@@ -1,8 +1,9 @@
 """Engram settings: one file, driven by the environment, failing loudly on bad values.
 
 Environment:
-  DEBUG               1/0 (default 1). With 0 the site is in production mode and
-                      requires SECRET_KEY and ALLOWED_HOSTS.
+  DEBUG               1/0 (default 0). With 0 the site is in production mode and
+                      requires SECRET_KEY and ALLOWED_HOSTS; the development commands (make run,
+                      make bench, make eval, …) and the test settings (config/settings_test.py) set 1.
   SECRET_KEY          required in production mode.
   ALLOWED_HOSTS       comma-separated; required in production mode.
   DATABASE_URL        postgres://... with the vector extension; without it Engram runs
@@ -71,8 +72,7 @@ def env_float(name: str, default: float, *, minimum: float = 0.0, maximum: float
     return value
 
 
-TESTING = "pytest" in sys.modules or env_bool("ENGRAM_TESTING", False)
-DEBUG = env_bool("DEBUG", True)
+DEBUG = env_bool("DEBUG", False)
 
 SECRET_KEY = env_str("SECRET_KEY")
 ALLOWED_HOSTS = [h.strip() for h in env_str("ALLOWED_HOSTS").split(",") if h.strip()]
@@ -245,9 +245,6 @@ AUTH_PASSWORD_VALIDATORS = (
         {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     ]
 )
-if TESTING:
-    # Tests create many users; PBKDF2's deliberate slowness (~0.3 s a password here) buys nothing there.
-    PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # The site's own sign-in (review:login), open to members who are not staff; /admin/login/ stays for staff.
 LOGIN_URL = "review:login"
 LOGIN_REDIRECT_URL = "/"
@@ -294,7 +291,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "agents.api.pagination.BoundedLimitOffsetPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_THROTTLE_CLASSES": ["agents.api.throttling.AgentRateThrottle"],
-    "DEFAULT_THROTTLE_RATES": {"agent": env_str("ENGRAM_THROTTLE_RATE") or ("100000/min" if TESTING else "6000/min")},
+    "DEFAULT_THROTTLE_RATES": {"agent": env_str("ENGRAM_THROTTLE_RATE") or "6000/min"},
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Engram agent API",
@@ -383,8 +380,8 @@ ENGRAM_CLOCK_SKEW_SECONDS = env_int("ENGRAM_CLOCK_SKEW_SECONDS", 300, minimum=0,
 ENGRAM_DUPLICATE_THRESHOLD = env_float("ENGRAM_DUPLICATE_THRESHOLD", 0.82)
 ENGRAM_CONTRADICTION_THRESHOLD = env_float("ENGRAM_CONTRADICTION_THRESHOLD", 0.54)
 # How recall counters are written: "background" batches them off the request path (about once a
-# second); "sync" writes them before the call returns (tests).
-ENGRAM_RECALL_MODE = env_str("ENGRAM_RECALL_MODE") or ("sync" if TESTING else "background")
+# second); "sync" writes them before the call returns (the test settings).
+ENGRAM_RECALL_MODE = env_str("ENGRAM_RECALL_MODE") or "background"
 if ENGRAM_RECALL_MODE not in {"sync", "background"}:
     raise ImproperlyConfigured("ENGRAM_RECALL_MODE must be sync or background.")
 # The exposure trail (issue 21: which agent was served which fact or policy, when) is kept this many
@@ -422,6 +419,10 @@ ENGRAM_JOB_TIMEOUT_SECONDS = env_int(
 ENGRAM_WEBHOOK_MAX_ATTEMPTS = env_int("ENGRAM_WEBHOOK_MAX_ATTEMPTS", 6, minimum=1, maximum=20)
 ENGRAM_WEBHOOK_TIMEOUT_SECONDS = env_int("ENGRAM_WEBHOOK_TIMEOUT_SECONDS", 5, minimum=1, maximum=60)
 ENGRAM_WEBHOOKS_ALLOW_PRIVATE = env_bool("ENGRAM_WEBHOOKS_ALLOW_PRIVATE", False)
+# Without a broker the first attempts run from a thread of their own, so a slow receiver never
+# holds the request that wrote; on, they run in the writing thread once it commits (the test
+# settings: a test sees the delivery when the write returns). With a broker they are queued.
+ENGRAM_WEBHOOKS_INLINE = env_bool("ENGRAM_WEBHOOKS_INLINE", False)
 
 # /metrics (config/metrics.py): Prometheus reads it with `Authorization: Bearer <token>`; an
 # unforwarded request from 127.0.0.1/::1 needs none while ENGRAM_METRICS_LOCAL is on (default in

@@ -23,6 +23,13 @@ class MemoryConfig(AppConfig):
         # Register the tasks services queue by name (memory.services.embedding.schedule_embedding).
         from memory import tasks  # noqa: F401
 
+        # The write classifier is a library without Django or Engram imports (memory.classifier):
+        # its readings of texts join the caches an erasure drops from here.
+        from memory.caches import register_cache
+        from memory.classifier import forget_readings
+
+        register_cache(forget_readings)
+
         # Web processes load the embedding model in the background at start, so the first
         # search does not pay the ~5 s torch import.
         if os.environ.get("ENGRAM_PRELOAD_MODEL") == "1":

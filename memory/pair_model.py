@@ -7,8 +7,8 @@ inside a reworded sentence). This model reads both texts together: all-MiniLM-L6
 `TRAINED_LAYERS` transformer layers fine-tuned as a cross-encoder and a three-way head
 (same / contradicts / separate) on mean-pooled tokens. Only the fine-tuned layers and the head
 ship, in `memory/data/pair_model.safetensors` (float16, a few MB); the rest is the package's.
-Nothing downloads. Trained by `python -m bench.train_pair_model` on the development pairs of
-bench/write_pairs.py (see there and `make eval-writes` for the held-out figures).
+Nothing downloads. Trained by `python -m bench.train_pair_model` on the development pairs
+(bench.datasets.TRAIN_AUTHORS; `make eval-writes` prints the held-out figures).
 
 Loaded once per process on first use: exported once to ONNX and run by onnxruntime like the
 embeddings (torch with ENGRAM_EMBED_BACKEND=torch); 1 thread by default (ENGRAM_PAIR_MODEL_THREADS).
@@ -26,6 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from memory import inference
+from memory.caches import register_cache
 
 LABELS = ("same", "contradicts", "separate")
 TRAINED_LAYERS = 4
@@ -251,12 +254,21 @@ _cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
 CACHE_SIZE = 4096
 
 
+@register_cache
+def forget_pairs() -> None:
+    """Drop every kept answer (they are keyed by the texts of the pair)."""
+    with _lock:
+        _cache.clear()
+
+
 def probabilities(pairs: Sequence[tuple[str, str]]) -> np.ndarray:
     """p(same), p(contradicts), p(separate) per (old, new) pair. Answers are kept for the last
     CACHE_SIZE pairs, so a write can read its pairs before it takes its locks and find them again
     under the locks without running the model twice. Each text is read to MAX_CHARS (`bounded`)."""
     pairs = bounded(pairs)
     missing = list(dict.fromkeys(pair for pair in pairs if pair not in _cache))
+    if missing and inference.in_transaction():  # read them outside, then the step runs again
+        raise inference.NeedsInference(f"{len(missing)} pairs unread", lambda: probabilities(missing))
     if missing:
         for pair, row in zip(missing, get().probabilities(missing), strict=True):
             with _lock:
@@ -268,6 +280,7 @@ def probabilities(pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         for i, pair in enumerate(pairs):
             row = _cache.get(pair)
             if row is None:  # evicted by another thread meanwhile
+                inference.outside_transactions("the pair model")
                 row = get().probabilities([pair])[0]
             out[i] = row
     return out

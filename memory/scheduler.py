@@ -201,10 +201,10 @@ _stop = threading.Event()
 
 def should_start() -> bool:
     """Only in the embedded mode (no broker: `celery beat` runs the jobs otherwise), only when
-    ENGRAM_SCHEDULER is on (`make run` turns it on), never under tests."""
+    ENGRAM_SCHEDULER is on (`make run` turns it on; the test settings turn it off)."""
     from django.conf import settings
 
-    return bool(settings.ENGRAM_SCHEDULER) and not settings.CELERY_BROKER_URL and not settings.TESTING
+    return bool(settings.ENGRAM_SCHEDULER) and not settings.CELERY_BROKER_URL
 
 
 def start() -> threading.Thread | None:

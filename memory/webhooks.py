@@ -264,7 +264,7 @@ def enqueue_on_commit(delivery_ids: Iterable[int]) -> None:
 
 
 def _enqueue(ids: list[int]) -> None:
-    if settings.CELERY_TASK_ALWAYS_EAGER and not settings.TESTING:
+    if settings.CELERY_TASK_ALWAYS_EAGER and not settings.ENGRAM_WEBHOOKS_INLINE:
         # Embedded mode (no broker): the attempts would run inside the request that wrote, and a
         # slow receiver would hold it for seconds; send them from a thread instead.
         threading.Thread(target=_send_in_thread, args=(ids,), name="engram-webhooks", daemon=True).start()

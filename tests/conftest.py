@@ -43,9 +43,9 @@ def fresh_search_statistics():
     """Lexeme statistics are cached per process for minutes; each test reads its own tables'."""
     from memory.search import voices
 
-    voices._stats = None
+    voices.forget_statistics()
     yield
-    voices._stats = None
+    voices.forget_statistics()
 
 
 @dataclass
@@ -132,3 +132,15 @@ def reviewer_is_workspace_admin(world: World) -> None:
     from memory.models import WorkspaceMembership
 
     WorkspaceMembership.objects.filter(workspace=world.workspace, user=world.reviewer).update(is_admin=True)
+
+
+@pytest.fixture(autouse=True)
+def inference_outside_transactions(request):
+    """Model inference refuses to run inside a transaction (memory.inference); a test's own wrapping
+    transaction (the `db` fixture's) is declared as enclosing, so only the code's own count."""
+    from memory import inference
+
+    if "_django_db_helper" in request.fixturenames or request.node.get_closest_marker("django_db"):
+        request.getfixturevalue("_django_db_helper")
+    with inference.enclosing_transactions():
+        yield

@@ -80,7 +80,6 @@ class CeleryWorker:
             "CELERY_BROKER_URL": broker_url,
             "ENGRAM_DB_NAME": db_name,
             "DJANGO_SETTINGS_MODULE": "config.settings",
-            "ENGRAM_TESTING": "0",
         }
         self.log = log
         self.proc = subprocess.Popen(

@@ -69,7 +69,6 @@ def _server_env(**extra: str) -> dict[str, str]:
         **os.environ,
         "ENGRAM_DB_NAME": connection.settings_dict["NAME"],
         "DJANGO_SETTINGS_MODULE": "config.settings",
-        "ENGRAM_TESTING": "0",
         "HF_HUB_OFFLINE": "1",
         **extra,
     }
@@ -294,7 +293,12 @@ def test_a_stale_empty_or_corrupt_handle_file_never_stops_the_embedded_database(
     from config.embedded import stop_embedded_postgres
 
     home = Path(tmp_path) / "home"
-    env = {**os.environ, "ENGRAM_HOME": str(home), "ENGRAM_DB_NAME": "engram_handles", "ENGRAM_TESTING": "0"}
+    env = {
+        **os.environ,
+        "ENGRAM_HOME": str(home),
+        "ENGRAM_DB_NAME": "engram_handles",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+    }
     for name in ("DATABASE_URL", "XDG_RUNTIME_DIR", "CELERY_BROKER_URL"):
         env.pop(name, None)
     handle_file = home / "pg" / ".handle_pids.json"

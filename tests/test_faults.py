@@ -57,7 +57,7 @@ def test_database_stopped_during_writes_answers_503_recovers_and_keeps_every_ack
         "ENGRAM_HOME": str(home),
         "ENGRAM_DB_NAME": "engram_fault",
         "DEBUG": "1",
-        "ENGRAM_TESTING": "0",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
         "ENGRAM_RECALL_MODE": "background",
     }
     env.pop("DATABASE_URL", None)

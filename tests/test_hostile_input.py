@@ -454,12 +454,12 @@ def test_a_refused_value_names_where_it_was(world):
 
 @pytest.mark.parametrize("field", ["mode", "memory_type", "veracity", "failure_class"])
 def test_a_lone_surrogate_in_a_choice_field_is_refused_at_once(world, field):
-    started = time.perf_counter()
+    cpu = time.process_time()
     response = client_for(world.coder).post(
         "/api/v1/facts/", json.dumps({"topic": "t", field: "\ud800"}), content_type="application/json"
     )
     assert _error(response)[:2] == (400, "invalid_characters")
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - cpu < 1.0  # the request's CPU, not the wall clock CI's load stretches
 
 
 @pytest.mark.parametrize("path", ["/api/v1/facts/", "/api/v1/conflicts/", "/api/v1/policies/", "/api/v1/candidates/"])

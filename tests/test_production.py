@@ -19,7 +19,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_check_deploy_is_clean_in_production_settings():
-    env = {**os.environ, "DEBUG": "0", "SECRET_KEY": secrets.token_urlsafe(64), "ALLOWED_HOSTS": "engram.example.com"}
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DEBUG": "0",
+        "SECRET_KEY": secrets.token_urlsafe(64),
+        "ALLOWED_HOSTS": "engram.example.com",
+    }
     result = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
         cwd=ROOT,

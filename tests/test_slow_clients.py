@@ -208,7 +208,6 @@ def _server_env(**extra: str) -> dict[str, str]:
         **os.environ,
         "ENGRAM_DB_NAME": connection.settings_dict["NAME"],
         "DJANGO_SETTINGS_MODULE": "config.settings",
-        "ENGRAM_TESTING": "0",
         "HF_HUB_OFFLINE": "1",
         **extra,
     }

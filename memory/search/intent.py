@@ -8,11 +8,11 @@
 | general    | anything else (SPEC §6 default order: semantic, graph, lexical, recency) | 0.5 | 1.0 | 0.3 | 0.05 |
 
 Recency and graph add to a candidate in proportion to its direct evidence for recency (see
-memory.search.hybrid.GATES). The weights were first tuned on bench/eval_data.py; in round 3 of
-issue 19 (2026-12-02) the lexical weight of relational and general queries went 0.35 → 0.5 and
-the graph weight of general queries 0.6 → 0.3, chosen by `python -m bench.tune_fusion` on the
-tuning set and the spent held-out sets G–J together (998 queries), then frozen before the held-out
-sets K and L were written.
+memory.search.hybrid.GATES). The weights were first tuned on the tuning search set
+(bench/data/recall/search_tune.jsonl); in round 3 of issue 19 (2026-12-02) the lexical weight of
+relational and general queries went 0.35 → 0.5 and the graph weight of general queries 0.6 → 0.3,
+chosen by `python -m bench.tune_fusion` on the tuning set and the spent held-out sets G–J together
+(998 queries), then frozen before the held-out sets K and L were written.
 """
 
 from __future__ import annotations

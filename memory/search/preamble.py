@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memory import embeddings
+from memory.caches import register_cache
 from memory.classifier import Relation, classify, normalise
 from memory.models import Fact, MemoryDomain, Policy, Repo, Role
 from memory.recalls import EPISODE_ID_SQL, open_episode, record_recall
@@ -202,6 +203,13 @@ def cached_vectors(texts: list[str]) -> list[np.ndarray]:
             while len(_vectors_cache) > VECTOR_CACHE_SIZE:
                 _vectors_cache.popitem(last=False)
     return [found[t] for t in texts]
+
+
+@register_cache
+def forget_vectors() -> None:
+    """Drop every cached vector (they are keyed by policy texts)."""
+    with _vectors_lock:
+        _vectors_cache.clear()
 
 
 class PolicyRestatements:

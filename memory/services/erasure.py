@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -28,6 +28,7 @@ from django.db.models.functions import Cast
 from memory import access, recalls
 from memory.actors import Actor, require_actor
 from memory.audit import record_event
+from memory.caches import clear_caches
 from memory.errors import EngramError, InsufficientPermission, StateConflict
 from memory.models import (
     Agent,
@@ -489,30 +490,11 @@ def content_hash(facts: Iterable[Fact], texts: Iterable[str]) -> str:
     return hashlib.sha256(json.dumps(body, ensure_ascii=False, sort_keys=True).encode("utf-8")).hexdigest()
 
 
-# In-process caches that may hold a text of an erased fact; other processes drop theirs when
-# their entries age out (README: Erasure).
-_cache_clearers: list[Callable[[], None]] = []
-
-
-def register_cache(clear: Callable[[], None]) -> None:
-    """A process cache that may hold fact texts (e.g. a search cache added later) is dropped after
-    every erasure."""
-    if clear not in _cache_clearers:
-        _cache_clearers.append(clear)
-
-
-def _clear_caches(fact_ids: list[int]) -> None:
-    # Imported here: memory.search.preamble imports the services package.
-    from memory import classifier, recalls
-    from memory.search import preamble, voices
-
+def _forget_in_process(fact_ids: list[int]) -> None:
+    """This process's recall counters of the erased facts and every cache that may hold a text of
+    one (memory.caches); other processes drop theirs as their entries age out (README: Erasure)."""
     recalls.buffer.forget(fact_ids)
-    classifier.forget_readings()
-    with preamble._vectors_lock:
-        preamble._vectors_cache.clear()
-    voices._stats = None
-    for clear in _cache_clearers:
-        clear()
+    clear_caches()
 
 
 def erase(*, plan: ErasurePlan, reason: str, by: Actor) -> AuditEvent:
@@ -537,7 +519,7 @@ def erase(*, plan: ErasurePlan, reason: str, by: Actor) -> AuditEvent:
             raise NothingToErase()
         event = _erase_locked(locked, reason, by)
         ids = locked.fact_ids
-        transaction.on_commit(lambda: _clear_caches(ids))
+        transaction.on_commit(lambda: _forget_in_process(ids))
     return event
 
 

@@ -112,12 +112,12 @@ def test_submit_with_nul_escapes_in_the_output_is_stored_cleanly(world, api):
 
 
 # --- GET reviews/{id}/ -----------------------------------------------------------------------
-def test_get_a_pending_review_returns_at_once_without_wait(world, api, submitted):
-    started = time.monotonic()
+def test_get_a_pending_review_returns_at_once_without_wait(world, api, submitted, settings):
+    settings.ENGRAM_MAX_WAITERS = 0  # a poll that tried to wait would be refused with Retry-After
     response = api.get(f"/api/v1/reviews/{submitted['id']}/")
     assert response.status_code == 200
     assert response.json()["status"] == "pending" and response.json()["resolution"] is None
-    assert time.monotonic() - started < 1
+    assert "Retry-After" not in response  # it never asked to wait
 
 
 def test_get_with_wait_holds_while_pending_then_answers_pending(world, api, submitted):
@@ -125,14 +125,14 @@ def test_get_with_wait_holds_while_pending_then_answers_pending(world, api, subm
     response = api.get(f"/api/v1/reviews/{submitted['id']}/?wait=1")
     elapsed = time.monotonic() - started
     assert response.status_code == 200 and response.json()["status"] == "pending"
-    assert 0.9 <= elapsed < 3
+    assert 0.9 <= elapsed < 10  # held the second asked, not the longest wait (30 s)
 
 
 def test_get_with_wait_returns_at_once_when_already_resolved(world, api, submitted):
     approve_review(review=_review(submitted), by=Actor.of_user(world.reviewer))
     started = time.monotonic()
     body = api.get(f"/api/v1/reviews/{submitted['id']}/?wait=30").json()
-    assert time.monotonic() - started < 1
+    assert time.monotonic() - started < 10  # not held for the 30 s asked
     assert body["status"] == "approved"
     resolution = body["resolution"]
     assert resolution["approved"] is True
@@ -146,7 +146,7 @@ def test_beyond_the_waiters_cap_a_wait_answers_at_once_with_retry_after(world, a
     settings.ENGRAM_MAX_WAITERS = 0
     started = time.monotonic()
     response = api.get(f"/api/v1/reviews/{submitted['id']}/?wait=30")
-    assert time.monotonic() - started < 1
+    assert time.monotonic() - started < 10  # not held for the 30 s asked
     assert response.status_code == 200 and response.json()["status"] == "pending"
     assert response["Retry-After"] == "2"
     assert "Retry-After" not in api.get(f"/api/v1/reviews/{submitted['id']}/")  # no wait asked, none refused

@@ -7,8 +7,10 @@ import pytest
 
 from engram_client import EngramClient, EngramError, ReviewTimeout, final_answer_note
 from memory.actors import Actor
+from review import waiting
 from review.models import RememberReview
 from review.services import reject_review
+from tests.procs import wait_for
 from tests.review.samples import FILES, OUTPUT
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("reviewer_is_workspace_admin")]
@@ -30,10 +32,8 @@ def test_the_long_poll_returns_as_soon_as_a_person_decides_then_consumes(world, 
 
     thread = threading.Thread(target=runtime)
     thread.start()
-    deadline = time.monotonic() + 30
-    while not RememberReview.objects.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    time.sleep(1)  # the runtime is now inside its long-poll
+    # The live server runs in this process: its long-poll is seen waiting here.
+    wait_for(lambda: waiting.active_waiters() == 1, timeout=30, what="the runtime's long-poll")
     decided_at = time.monotonic()
     reject_review(review=RememberReview.objects.get(), by=Actor.of_user(world.reviewer), reviewer_note="Not now.")
     thread.join(timeout=30)

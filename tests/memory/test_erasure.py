@@ -309,13 +309,15 @@ def test_an_unknown_domain_agent_or_review_is_refused(world):
 
 
 def test_in_process_caches_forget_the_erased_facts(world, django_capture_on_commit_callbacks):
-    from memory import recalls
+    from memory import pair_model, recalls
     from memory.classifier import reading
-    from memory.search import preamble
+    from memory.search import preamble, voices
 
     fact = FactFactory(domain=world.architecture, topic="t", content="Cached words of a secret.")
     reading.read(fact.content)
     preamble._vectors_cache["Cached words of a secret."] = preamble.np.zeros(3)
+    pair_model._cache[("Cached words of a secret.", "Another text.")] = preamble.np.zeros(3)
+    voices.lexeme_frequencies()
     recalls.buffer._counts[fact.pk] += 1  # a recall not flushed yet
     with django_capture_on_commit_callbacks(execute=True):
         erasure.erase(
@@ -325,6 +327,8 @@ def test_in_process_caches_forget_the_erased_facts(world, django_capture_on_comm
         )
     assert reading.read.cache_info().currsize == 0
     assert "Cached words of a secret." not in preamble._vectors_cache
+    assert not pair_model._cache
+    assert voices._stats is None
     assert fact.pk not in recalls.buffer._counts
 
 

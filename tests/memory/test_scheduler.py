@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib
 import threading
-import time
 from datetime import timedelta
 
 import pytest
@@ -77,15 +76,19 @@ def test_two_concurrent_ticks_run_a_job_once():
     now = timezone.now()
     barrier = threading.Barrier(2)
     results: list[list[str]] = []
+    skipped = threading.Event()
 
-    def slow(job):
+    def held(job):
         runs.append(job.name)
-        time.sleep(0.5)  # long enough for the other tick to find the lock taken
+        skipped.wait(30)  # the job runs, holding its lock, until the other tick has skipped it
 
     def worker():
         try:
             barrier.wait()
-            results.append(tick(now, jobs=[JOB], runner=slow))
+            ran = tick(now, jobs=[JOB], runner=held)
+            results.append(ran)
+            if not ran:
+                skipped.set()
         finally:
             connections.close_all()
 
@@ -128,13 +131,12 @@ def test_the_thread_starts_only_when_embedded_and_enabled(monkeypatch):
             started.append(self.name)
 
     monkeypatch.setattr(scheduler.threading, "Thread", FakeThread)
-    with override_settings(ENGRAM_SCHEDULER=True, TESTING=True):
-        assert scheduler.start() is None  # never under tests
-    with override_settings(ENGRAM_SCHEDULER=True, TESTING=False, CELERY_BROKER_URL="redis://x"):
+    assert scheduler.start() is None  # the test settings leave it off (config/settings_test.py)
+    with override_settings(ENGRAM_SCHEDULER=True, CELERY_BROKER_URL="redis://x"):
         assert scheduler.start() is None  # beat runs them
-    with override_settings(ENGRAM_SCHEDULER=False, TESTING=False, CELERY_BROKER_URL=""):
+    with override_settings(ENGRAM_SCHEDULER=False, CELERY_BROKER_URL=""):
         assert scheduler.start() is None  # not asked for
-    with override_settings(ENGRAM_SCHEDULER=True, TESTING=False, CELERY_BROKER_URL=""):
+    with override_settings(ENGRAM_SCHEDULER=True, CELERY_BROKER_URL=""):
         thread = scheduler.start()
         assert thread is not None and thread.daemon
         assert scheduler.start() is thread  # once per process

@@ -42,7 +42,7 @@ from memory.services.webhooks import (
 from review.models import RememberReview
 from review.services import reject_review, submit_review
 from tests.factories import CandidateFactory, FactFactory
-from tests.procs import free_port
+from tests.procs import free_port, wait_for
 from tests.review.samples import FILES, OUTPUT
 
 SECRET_TEXT = "The staging database password is rotated every Friday by Mallory."
@@ -110,7 +110,8 @@ def the_delivery() -> WebhookDelivery:
 def test_each_event_kind_is_delivered_signed_with_ids_only(world, receiver, django_capture_on_commit_callbacks):
     subscription = subscribe(world, receiver)
     fact = FactFactory(domain=world.architecture, content=SECRET_TEXT, topic="staging")
-    other = FactFactory(domain=world.architecture, content=SECRET_TEXT + " Really.", topic="staging")
+    # unrelated to the supersession's text, which is read against the domain as a proposal is
+    other = FactFactory(domain=world.architecture, content="Invoices are numbered per calendar year.", topic="staging")
     person = Actor.of_user(world.reviewer)
     with django_capture_on_commit_callbacks(execute=True):
         successor = supersede_fact(fact=fact, by=person, content=SECRET_TEXT + " Now on Mondays.", reason="moved")
@@ -622,9 +623,15 @@ def test_the_client_receiver_verifies_signatures_timestamps_and_dedupes():
 def test_the_client_waits_on_a_review_through_its_webhook_receiver(world, live_server, settings):
     settings.ENGRAM_WEBHOOKS_ALLOW_PRIVATE = True
     engram = EngramClient(live_server.url, world.coder.plain_key)
-    gets = []
+    gets = []  # the status each GET of the review answered
     real_get = engram.reviews.get
-    engram.reviews.get = lambda review_id, **kw: gets.append(review_id) or real_get(review_id, **kw)  # type: ignore[method-assign]
+
+    def get(review_id, **kw):
+        answer = real_get(review_id, **kw)
+        gets.append(answer["status"])
+        return answer
+
+    engram.reviews.get = get  # type: ignore[method-assign]
 
     subscription = create_subscription(
         workspace=world.workspace,
@@ -643,10 +650,9 @@ def test_the_client_waits_on_a_review_through_its_webhook_receiver(world, live_s
 
         thread = threading.Thread(target=runtime)
         thread.start()
-        deadline = time.monotonic() + 30
-        while not gets and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.5)  # the runtime now waits on its receiver, holding no long-poll
+        # Once its first GET answered pending, the runtime waits on its receiver: an event that
+        # arrives before it starts waiting is kept and found, so the decision may come at once.
+        wait_for(lambda: gets, timeout=30, what="the runtime's first GET of its review")
         decided_at = time.monotonic()
         reject_review(review=RememberReview.objects.get(), by=Actor.of_user(world.reviewer), reviewer_note="Not now.")
         thread.join(timeout=30)
@@ -654,18 +660,18 @@ def test_the_client_waits_on_a_review_through_its_webhook_receiver(world, live_s
     assert time.monotonic() - decided_at < 5
     outcome = result["outcome"]
     assert outcome.status == "consumed" and outcome.approved is False
-    assert len(gets) == 2  # one at the start, one to read the resolution the event announced
+    assert gets == ["pending", "rejected"]  # one at the start, one to read the resolution the event announced
     assert [e["event"] for e in hooks.events] == ["review.resolved"]
     assert WebhookDelivery.objects.get().status == "delivered"
 
 
 def test_without_a_broker_the_first_attempt_does_not_hold_the_request(settings, monkeypatch):
-    """Embedded mode (eager Celery, not a test run): the attempts leave the request's thread."""
+    """Embedded mode (eager Celery, ENGRAM_WEBHOOKS_INLINE off): the attempts leave the request's thread."""
     import threading
 
     from memory import webhooks
 
-    settings.TESTING = False
+    settings.ENGRAM_WEBHOOKS_INLINE = False
     settings.CELERY_TASK_ALWAYS_EAGER = True
     release, sent = threading.Event(), []
 
