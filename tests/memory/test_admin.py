@@ -521,6 +521,21 @@ def test_policy_actions_switch_policies_through_the_audited_services(client):
     assert Policy.objects.get(pk=policy.pk).active is True
 
 
+@pytest.fixture(autouse=True)
+def seeded_decay_profiles(request):
+    """The decay profiles migration 0002 seeds, as a fresh install has them: a transactional test
+    on the same worker flushes every table, seeded rows included."""
+    if "db" not in request.fixturenames and not request.node.get_closest_marker("django_db"):
+        return
+    request.getfixturevalue("_django_db_helper")
+    import importlib
+
+    from django.apps import apps
+
+    seed = importlib.import_module("memory.migrations.0002_default_decay_profiles")
+    seed.forwards(apps, None)
+
+
 @pytest.mark.django_db
 def test_policy_change_form_is_read_only(client):
     from tests.factories import PolicyFactory, UserFactory
