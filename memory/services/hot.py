@@ -16,15 +16,14 @@ from django.utils import timezone
 from memory import pair_model
 from memory.actors import Actor
 from memory.audit import record_event
-from memory.classifier import Relation, classify_many
+from memory.classifier import PairProbabilities, Relation, classify_many
 from memory.embeddings import cosine
-from memory.errors import InvalidInput
+from memory.errors import InvalidInput, StateConflict
 from memory.models import VERACITY_WEIGHT, Fact, FactMention, HotMemory, MemoryDomain
 from memory.services.conflicts import (
     Said,
     apply_conflict,
     apply_same,
-    lock_domain,
     open_possible_conflict,
     settled_pairs,
     topic_rule,
@@ -32,10 +31,10 @@ from memory.services.conflicts import (
 from memory.services.facts import (
     FactInput,
     Outcome,
-    embed_live_without_vectors,
     embed_live_without_vectors_of,
     propose_fact,
 )
+from memory.services.locking import Replan, write_planned
 from memory.services.nearby import NEIGHBOURS, RELATED_COSINE, content_vector
 from memory.services.tenancy import create_domain, require_visible_domain, unknown_domain
 
@@ -69,6 +68,11 @@ class HarmonizationReport:
     resolved: int = 0
     # Pairs the classifier could not decide: opened as possible conflicts for a person.
     possible_conflicts: int = 0
+
+    def add(self, other: HarmonizationReport) -> None:
+        """Count in what `other` (one domain's pass, once committed) found and did."""
+        for name, value in asdict(other).items():
+            setattr(self, name, getattr(self, name) + value)
 
 
 @transaction.atomic
@@ -194,50 +198,82 @@ def merge_near_duplicates(*, domain_id: int, by: Actor, topic: str | None = None
     as a proposal is read: issue 34), or of one `topic` only: the stronger one (veracity,
     confidence, mentions, age) absorbs the other — its text kept as a mention, its mentions and
     count added — and the other is superseded by it. A pair a person called both true, or is asked
-    about, is left alone. The pair model reads the pairs before the domain's lock is taken."""
-    topics = [topic] if topic is not None else Fact.objects.filter(domain_id=domain_id).live().values("topic")
-    embed_live_without_vectors_of((domain_id, t if isinstance(t, str) else t["topic"]) for t in topics)
+    about, is left alone. Planned, locked and re-checked as every write of facts
+    (memory.services.locking): the facts are embedded and their pairs read by the pair model before
+    the domain's lock is taken. Raises StateConflict `domain_busy` when the domain kept changing."""
     model = pair_model.active()
-    if model is not None:
-        before = _live_of(domain_id, topic)
-        settled = settled_pairs(f.pk for f in before)
-        classify_many(
-            [
-                (a.content, b.content, s)
-                for a, b, s in neighbour_pairs(before)
-                if frozenset((a.pk, b.pk)) not in settled
-            ],
-            model=model,
-        )
+
+    def plan(_hint: None) -> frozenset[int]:
+        before = _plan_domain(domain_id, topic)
+        if model is not None:
+            settled = settled_pairs(f.pk for f in before)
+            pairs = [(a, b, s) for a, b, s in neighbour_pairs(before) if frozenset((a.pk, b.pk)) not in settled]
+            classify_many([(a.content, b.content, s) for a, b, s in pairs], model=model)
+        return frozenset(f.pk for f in before)
+
+    return write_planned(
+        plan,
+        lambda planned: _merge_locked(domain_id=domain_id, topic=topic, by=by, planned=planned, model=model),
+        domains=lambda _: [domain_id],
+        changed=StateConflict(
+            "The domain kept changing while its near-duplicates were merged; try again.", code="domain_busy"
+        ),
+    )
+
+
+def _merge_locked(
+    *, domain_id: int, topic: str | None, by: Actor, planned: frozenset[int], model: PairProbabilities | None
+) -> int:
+    """merge_near_duplicates' writing step, under the domain's lock (write_planned): every pair's
+    verdict is read before anything is written, so the pairs of a fact written since the plan are
+    read by the pair model outside the transaction, all at once (NeedsInference), and the step
+    runs again."""
+    live = _live_of(domain_id, topic, lock=True)
+    _require_planned(live, planned)
+    settled = settled_pairs(f.pk for f in live) if len(live) > 1 else set()
+    pairs = [(a, b, s) for a, b, s in neighbour_pairs(live) if frozenset((a.pk, b.pk)) not in settled]
+    verdicts = classify_many([(a.content, b.content, s) for a, b, s in pairs], model=model)
     merged = 0
-    with transaction.atomic():
-        lock_domain(domain_id)
-        live = _live_of(domain_id, topic, lock=True)
-        settled = settled_pairs(f.pk for f in live) if len(live) > 1 else set()
-        gone: set[int] = set()
-        for a, b, similarity in neighbour_pairs(live):  # a is the older (pk order)
-            if a.pk in gone or b.pk in gone or frozenset((a.pk, b.pk)) in settled:
-                continue
-            verdict = classify_many([(a.content, b.content, similarity)], model=model)[0]
-            if verdict.kind != Relation.SAME:
-                continue
-            keep, drop = sorted(
-                (a, b), key=lambda f: (-VERACITY_WEIGHT[f.veracity], -f.confidence, -f.mention_count, f.pk)
-            )
-            apply_same(
-                fact=keep,
-                said=Said.of_fact(drop),
-                by=by,
-                similarity=similarity,
-                reason=f"merged near-duplicate: {verdict.reason}",
-                absorbed=drop,
-                via=FactMention.Via.MERGE,
-            )
-            gone.add(drop.pk)
-            merged += 1
-            # The dropped fact's open conflicts now ask about `keep`: those pairs are left alone too.
-            settled = settled_pairs(f.pk for f in live)
+    gone: set[int] = set()
+    for (a, b, similarity), verdict in zip(pairs, verdicts, strict=True):  # a is the older (pk order)
+        if a.pk in gone or b.pk in gone or frozenset((a.pk, b.pk)) in settled:
+            continue
+        if verdict.kind != Relation.SAME:
+            continue
+        keep, drop = sorted((a, b), key=lambda f: (-VERACITY_WEIGHT[f.veracity], -f.confidence, -f.mention_count, f.pk))
+        apply_same(
+            fact=keep,
+            said=Said.of_fact(drop),
+            by=by,
+            similarity=similarity,
+            reason=f"merged near-duplicate: {verdict.reason}",
+            absorbed=drop,
+            via=FactMention.Via.MERGE,
+        )
+        gone.add(drop.pk)
+        merged += 1
+        # The dropped fact's open conflicts now ask about `keep`: those pairs are left alone too.
+        settled = settled_pairs(f.pk for f in live)
     return merged
+
+
+def _plan_domain(domain_id: int, topic: str | None) -> list[Fact]:
+    """Outside any transaction: vectors for the live facts of a domain (or of one of its topics)
+    that have none, then those live facts, in pk order."""
+    topics = [topic] if topic is not None else _live_of_topics(domain_id)
+    embed_live_without_vectors_of((domain_id, t) for t in topics)
+    return _live_of(domain_id, topic)
+
+
+def _live_of_topics(domain_id: int) -> list[str]:
+    return list(Fact.objects.filter(domain_id=domain_id).live().order_by().values_list("topic", flat=True).distinct())
+
+
+def _require_planned(live: list[Fact], planned: frozenset[int]) -> None:
+    """Under the lock: raise Replan when a live fact the plan did not read has no vector. Only a
+    plan embeds (no inference under the lock), and a fact without a vector would be left out."""
+    if any(f.pk not in planned and content_vector(f) is None for f in live):
+        raise Replan()
 
 
 def _live_of(domain_id: int, topic: str | None, *, lock: bool = False) -> list[Fact]:
@@ -298,7 +334,9 @@ def harmonize(*, agent: Agent, domain: MemoryDomain | None = None) -> Harmonizat
     Conflict row); a pair the classifier cannot decide, or a contradiction across topics that does
     not announce an update, is opened as a possible conflict for a person (once: an open or
     dismissed pair is not asked again). Only domains visible to the agent are touched: a given
-    `none` domain raises `unknown_domain`. `topics_checked` counts the topics of the domains read."""
+    `none` domain raises `unknown_domain`. `topics_checked` counts the topics of the domains read.
+    Each domain is planned, locked and re-checked as every write of facts (memory.services.locking),
+    in its own transaction; raises StateConflict `domain_busy` when one kept changing."""
     by = Actor.of_agent(agent)
     report = HarmonizationReport()
     if domain is not None:
@@ -309,54 +347,7 @@ def harmonize(*, agent: Agent, domain: MemoryDomain | None = None) -> Harmonizat
     domain_ids = list(visible.values_list("domain_id", flat=True).order_by("domain_id").distinct())
     model = pair_model.active()
     for domain_id in domain_ids:
-        for topic in Fact.objects.filter(domain_id=domain_id).live().values_list("topic", flat=True).distinct():
-            embed_live_without_vectors(domain_id, topic)  # inference outside the transaction
-        before = list(Fact.objects.filter(domain_id=domain_id).live().order_by("pk"))
-        planned = _harmonize_pairs(before, settled_pairs(f.pk for f in before))
-        # the pair model's answers cached before the lock: the locked pass below asks again
-        classify_many([(o.content, n.content, s) for o, n, s in planned], model=model)
-        with transaction.atomic():
-            lock_domain(domain_id)
-            live = list(Fact.objects.select_for_update().filter(domain_id=domain_id).live().order_by("pk"))
-            report.topics_checked += len({f.topic for f in live})
-            authors = {f.created_by_agent_id or f"user:{f.created_by_user_id}" for f in live}
-            if len(live) < 2 or len(authors) < 2:
-                continue
-            beaten: set[int] = set()
-            settled = settled_pairs(f.pk for f in live)
-            for older, newer, similarity in _harmonize_pairs(live, settled):
-                if older.pk in beaten or newer.pk in beaten:
-                    continue
-                if frozenset((older.pk, newer.pk)) in settled:  # asked since, in this pass
-                    continue
-                verdict = classify_many([(older.content, newer.content, similarity)], model=model)[0]
-                verdict = topic_rule(verdict, older.topic, newer.topic, newer.content)
-                if verdict.kind == Relation.UNSURE:
-                    open_possible_conflict(
-                        existing=older,
-                        proposed=newer,
-                        by=by,
-                        similarity=similarity,
-                        reason=verdict.reason,
-                        detected_by="harmonize",
-                    )
-                    settled.add(frozenset((older.pk, newer.pk)))
-                    report.possible_conflicts += 1
-                    continue
-                if verdict.kind != Relation.CONTRADICTS:
-                    continue
-                report.conflicts_found += 1
-                conflict = apply_conflict(
-                    new=newer,
-                    old=older,
-                    by=by,
-                    similarity=similarity,
-                    reason=verdict.reason,
-                    detected_by="harmonize",
-                )
-                beaten.add(older.pk if conflict.winner_id == newer.pk else newer.pk)
-                report.resolved += 1
-                settled = settled_pairs(f.pk for f in live)  # the loser's open conflicts moved to the winner
+        report.add(_harmonize_domain(domain_id=domain_id, by=by, model=model))
     with transaction.atomic():
         record_event(
             actor=by,
@@ -366,3 +357,67 @@ def harmonize(*, agent: Agent, domain: MemoryDomain | None = None) -> Harmonizat
             detail={"domain": domain.label if domain else None, **asdict(report)},
         )
     return report
+
+
+def _harmonize_domain(*, domain_id: int, by: Actor, model: PairProbabilities | None) -> HarmonizationReport:
+    """harmonize for one domain, through write_planned: what it found and did, once committed."""
+
+    def plan(_hint: None) -> frozenset[int]:
+        before = _plan_domain(domain_id, None)
+        if model is not None:  # the pair model's answers cached before the lock: the locked step asks again
+            planned = _harmonize_pairs(before, settled_pairs(f.pk for f in before))
+            classify_many([(o.content, n.content, s) for o, n, s in planned], model=model)
+        return frozenset(f.pk for f in before)
+
+    return write_planned(
+        plan,
+        lambda planned: _harmonize_locked(domain_id=domain_id, by=by, planned=planned, model=model),
+        domains=lambda _: [domain_id],
+        changed=StateConflict("The domain kept changing while it was harmonised; try again.", code="domain_busy"),
+    )
+
+
+def _harmonize_locked(
+    *, domain_id: int, by: Actor, planned: frozenset[int], model: PairProbabilities | None
+) -> HarmonizationReport:
+    """harmonize's writing step for one domain, under its lock (write_planned): as _merge_locked,
+    every verdict is read before anything is written."""
+    found = HarmonizationReport()
+    live = _live_of(domain_id, None, lock=True)
+    _require_planned(live, planned)
+    found.topics_checked = len({f.topic for f in live})
+    authors = {f.created_by_agent_id or f"user:{f.created_by_user_id}" for f in live}
+    if len(live) < 2 or len(authors) < 2:
+        return found
+    beaten: set[int] = set()
+    settled = settled_pairs(f.pk for f in live)
+    pairs = _harmonize_pairs(live, settled)
+    verdicts = classify_many([(o.content, n.content, s) for o, n, s in pairs], model=model)
+    for (older, newer, similarity), verdict in zip(pairs, verdicts, strict=True):
+        if older.pk in beaten or newer.pk in beaten:
+            continue
+        if frozenset((older.pk, newer.pk)) in settled:  # asked since, in this pass
+            continue
+        verdict = topic_rule(verdict, older.topic, newer.topic, newer.content)
+        if verdict.kind == Relation.UNSURE:
+            open_possible_conflict(
+                existing=older,
+                proposed=newer,
+                by=by,
+                similarity=similarity,
+                reason=verdict.reason,
+                detected_by="harmonize",
+            )
+            settled.add(frozenset((older.pk, newer.pk)))
+            found.possible_conflicts += 1
+            continue
+        if verdict.kind != Relation.CONTRADICTS:
+            continue
+        found.conflicts_found += 1
+        conflict = apply_conflict(
+            new=newer, old=older, by=by, similarity=similarity, reason=verdict.reason, detected_by="harmonize"
+        )
+        beaten.add(older.pk if conflict.winner_id == newer.pk else newer.pk)
+        found.resolved += 1
+        settled = settled_pairs(f.pk for f in live)  # the loser's open conflicts moved to the winner
+    return found
