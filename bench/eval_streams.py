@@ -208,10 +208,18 @@ def simulate(
     out: a person's earlier decisions (none in a stream) and veracity (all agent-inferred)."""
     import numpy as np
 
-    from memory.classifier import RELATED_COSINE, Relation, Verdict, announces_update, second_reading
-    from memory.classifier.reading import COMPARE_STEPS, Budget
-    from memory.classifier.second_reading import MODEL_READS, _asks_model
-    from memory.classifier.verdict import classify_bounded
+    from memory.classifier import (
+        COMPARE_STEPS,
+        MODEL_READS,
+        RELATED_COSINE,
+        Budget,
+        Relation,
+        Verdict,
+        announces_update,
+        asks_model,
+        classify_bounded,
+        second_reading,
+    )
     from memory.services.nearby import NEIGHBOURS
 
     vectors = np.asarray([m.content for m in meanings])
@@ -238,7 +246,7 @@ def simulate(
                 verdict, whole = _RULES.get((k, i, name)) or _RULES.setdefault(
                     (k, i, name), classify_bounded(old, new, s, Budget(COMPARE_STEPS))
                 )
-                if probabilities is not None and whole and read < reads and _asks_model(verdict, s, old, new, t):
+                if probabilities is not None and whole and read < reads and asks_model(verdict, s, old, new, t):
                     read += 1
                     if (old, new) not in _PROBS:
                         _PROBS[(old, new)] = tuple(map(float, next(iter(probabilities([(old, new)])))))
@@ -394,14 +402,13 @@ class TuningPairs:
 
     def predicted(self, t, floor: float) -> list[str]:
         """What the write path does with each pair: same, contradicts, separate or unsure."""
-        from memory.classifier import announces_update, second_reading
-        from memory.classifier.second_reading import _asks_model
+        from memory.classifier import announces_update, asks_model, second_reading
 
         out = []
         for p, c, probs, verdict in zip(self.pairs, self.cosines, self.probabilities, self.rules, strict=True):
             predicted = "separate"
             if c >= floor:
-                if _asks_model(verdict, c, p.old, p.new, t):
+                if asks_model(verdict, c, p.old, p.new, t):
                     verdict = second_reading(verdict, tuple(map(float, probs)), c, t, announced=announces_update(p.new))
                 predicted = verdict.kind.value
                 if predicted == "contradicts" and p.across_topics and not announces_update(p.new):

@@ -1,5 +1,9 @@
 """The apps point one way (issue 17): config > agents > review > memory, and no module of them is
-part of an import cycle. The contract lives in .importlinter; `make lint` runs it too.
+part of an import cycle. The contract lives in .importlinter; `make lint` runs it too. So do the
+classifier's (issue 36): memory.classifier imports no Django, and only the package itself imports
+its modules.
+
+No module is over 800 lines outside migrations and no function over 150 (issue 36).
 
 And one rule decides people's rights (issue 32): `is_superuser`, `is_staff` and
 `WorkspaceMembership.is_admin` are read in memory/access.py only (see ALLOWED for the exceptions)."""
@@ -7,12 +11,16 @@ And one rule decides people's rights (issue 32): `is_superuser`, `is_staff` and
 from __future__ import annotations
 
 import ast
+import configparser
 import re
 from pathlib import Path
 
 import grimp
+import pytest
 from importlinter import configuration
 from importlinter.application.use_cases import lint_imports
+from importlinter.contracts.forbidden import ForbiddenContract
+from importlinter.contracts.protected import ProtectedContract
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("config", "agents", "review", "memory")
@@ -74,9 +82,52 @@ def describe(graph: grimp.ImportGraph, component: list[str]) -> str:
 
 
 def test_layers_contract_is_kept():
+    """Every contract of .importlinter: the layers and the two of memory.classifier."""
     configuration.configure()
     kept = lint_imports(config_filename=str(ROOT / ".importlinter"), cache_dir=None, no_logo=True)
     assert kept, "An import breaks .importlinter (see the report above): the apps must point one way."
+
+
+def classifier_contract(key: str) -> ForbiddenContract | ProtectedContract:
+    """The contract `key` of .importlinter, as lint-imports builds it."""
+    config = configparser.ConfigParser()
+    config.read(ROOT / ".importlinter")
+    section = config[f"importlinter:contract:{key}"]
+    kinds = {"forbidden": ForbiddenContract, "protected": ProtectedContract}
+    # Every option of these two contracts is a list of modules, one a line.
+    options = {option: value.split() for option, value in section.items() if option not in ("name", "type")}
+    top = config["importlinter"]
+    session = {
+        "root_packages": top["root_packages"].split(),
+        "include_external_packages": top["include_external_packages"],
+    }
+    return kinds[section["type"]](name=section["name"], session_options=session, contract_options=options)
+
+
+def classifier_graph(*imports: tuple[str, str]) -> grimp.ImportGraph:
+    """The classifier package and its callers, with `imports` on top of the allowed ones."""
+    graph = grimp.ImportGraph()
+    graph.add_module("django", is_squashed=True)
+    own = [
+        ("memory.classifier", "memory.classifier.reading"),
+        ("memory.classifier.verdict", "memory.classifier.reading"),
+        ("tests.memory.test_classifier_hostile", "memory.classifier.reading"),  # the one exception
+    ]
+    for importer, imported in own + list(imports):
+        graph.add_import(importer=importer, imported=imported, line_number=1, line_contents="import")
+    return graph
+
+
+def test_the_classifier_contracts_keep_the_package_and_refuse_django_and_its_modules():
+    no_django, internals = classifier_contract("classifier-no-django"), classifier_contract("classifier-internals")
+    calls_the_package = classifier_graph(("memory.services.conflicts", "memory.classifier"))
+    assert no_django.check(calls_the_package, verbose=False).kept
+    assert internals.check(calls_the_package, verbose=False).kept
+    uses_django = classifier_graph(("memory.classifier.reading", "django"))
+    assert not no_django.check(uses_django, verbose=False).kept
+    for importer in ("memory.services.conflicts", "bench.eval_streams", "tests.memory.test_pair_model"):
+        reaches_in = classifier_graph((importer, "memory.classifier.reading"))
+        assert not internals.check(reaches_in, verbose=False).kept, importer
 
 
 def test_no_import_cycle_between_modules():
@@ -105,7 +156,7 @@ ADMIN_OPTIONS = frozenset(
 # tests and bench are not scanned (they create and inspect people as fixtures).
 ALLOWED: dict[str, str] = {
     "memory/access.py": "the rule itself",
-    "memory/models.py:WorkspaceMembership": "declares `is_admin` and names it in its own __str__",
+    "memory/models/tenancy.py:WorkspaceMembership": "declares `is_admin` and names it in its own __str__",
     "agents/management/commands/engram_up.py": "creates the demo superuser and makes it admin of the demo workspace",
     "agents/management/commands/seed_demo.py": "makes the superusers admins of the demo workspace it creates",
 }
@@ -206,3 +257,62 @@ def test_for_user_is_gone():
                 ):
                     calls.append(f"{file.relative_to(ROOT).as_posix()}:{node.lineno}")
     assert not calls, f"for_user is back: {calls}"
+
+
+# --- Sizes (issue 36): a module a reader can hold, a function a reader can follow ---------------------
+MODULE_MAX_LINES = 800
+FUNCTION_MAX_LINES = 150
+
+
+def project_modules() -> list[Path]:
+    """Every .py file of the project but its migrations (hidden directories: .venv, caches)."""
+    return [
+        path
+        for path in sorted(ROOT.rglob("*.py"))
+        if not any(part.startswith(".") or part == "migrations" for part in path.relative_to(ROOT).parts)
+    ]
+
+
+def oversized(source: str, path: str = "<memory>") -> list[str]:
+    """The module itself if it has more than MODULE_MAX_LINES lines, and each function (or method)
+    of more than FUNCTION_MAX_LINES, from its `def` line to its last."""
+    found = []
+    lines = len(source.splitlines())
+    if lines > MODULE_MAX_LINES:
+        found.append(f"{path}: {lines} lines")
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            if length > FUNCTION_MAX_LINES:
+                found.append(f"{path}:{node.lineno}: {node.name}() {length} lines")
+    return found
+
+
+def test_no_module_over_800_lines_and_no_function_over_150():
+    modules = project_modules()
+    assert {"memory/models/__init__.py", "bench/attacks.py", "clients/python/engram_client/memory_agent.py"} <= {
+        path.relative_to(ROOT).as_posix() for path in modules
+    }
+    assert not any("/migrations/" in path.as_posix() or "/.venv/" in path.as_posix() for path in modules)
+    found = [
+        line
+        for path in modules
+        for line in oversized(path.read_text(encoding="utf-8"), path.relative_to(ROOT).as_posix())
+    ]
+    listing = "\n".join(f"  {line}" for line in found)
+    assert not found, f"Split these (modules by responsibility, functions into named steps):\n{listing}"
+
+
+@pytest.mark.parametrize(
+    ("module_lines", "function_lines", "expected"),
+    [
+        (800, 150, []),
+        (801, 150, ["<memory>: 801 lines"]),
+        (800, 151, ["<memory>:2: step() 151 lines"]),
+    ],
+)
+def test_size_finder_counts_module_and_function_lines(module_lines, function_lines, expected):
+    body = ["    x = 1"] * (function_lines - 1)
+    source = ["import os", "def step():", *body]
+    source += ["y = 2"] * (module_lines - len(source))
+    assert oversized("\n".join(source)) == expected

@@ -17,7 +17,18 @@ from engram_client import EngramError
 from engram_client.memory_agent import MemoryView, OpenAICompatibleDecider
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent / "clients" / "python"
-MODULES = ["client", "errors", "review", "transport", "memory_agent", "bank_adapter", "llm", "remember", "webhooks"]
+MODULES = [
+    "client",
+    "errors",
+    "review",
+    "transport",
+    "memory_agent",
+    "deciders",
+    "bank_adapter",
+    "llm",
+    "remember",
+    "webhooks",
+]
 
 
 def test_the_package_imports_with_the_standard_library_alone_and_never_loads_django():

@@ -6,17 +6,18 @@ with an explicit write flag, once every gate has passed, and then through the no
 path (`propose_fact`: re-mention and conflict rules apply) carrying its lifecycle metadata.
 Every real decision is a PromotionDecision row with the gate scorecard it was made on; a dry
 run writes nothing at all, not even its decision.
+
+The document is parsed in promotion_document and the gates are computed, pure, in promotion_gates;
+the writes and the decisions are here.
 """
 
 from __future__ import annotations
 
 import copy
-import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -33,9 +34,7 @@ from memory.models import (
     Candidate,
     Fact,
     FactStatus,
-    FailureClass,
     MemoryDomain,
-    MemoryType,
     PromotionDecision,
     PromotionStatus,
     Replay,
@@ -55,35 +54,72 @@ from memory.services.facts import (
 from memory.services.lifecycle import ChallengeReason, challenge_fact, revalidate_fact
 from memory.services.locking import Replan, write_planned
 from memory.services.nearby import nearest_live
+from memory.services.promotion_document import (
+    CANDIDATE_ID_MAX,
+    DETAILS_MAX,
+    FAILURE_TYPE_MAX,
+    ITEM_MAX,
+    LIST_MAX,
+    ORIGIN_MAX,
+    PROBE_MAX,
+    REASON_MAX,
+    SUMMARY_MAX,
+    CandidateDocument,
+    parse_candidate_document,
+    string_list,
+)
+from memory.services.promotion_gates import (
+    FAILED,
+    GATES,
+    PASSED,
+    PENDING,
+    Scorecard,
+    compute_gates,
+    failing,
+    replay_evidence,
+    replay_standing,
+    status_for,
+)
 from memory.services.tenancy import require_visible_domain
 
-PASSED, FAILED, PENDING = "passed", "failed", "pending"
-GATES = (
-    "failure_class",
-    "evidence",
-    "provenance",
-    "scope",
-    "traceability",
-    "human_review",
-    "write_flag",
-    "auto_promotion",
-)
-IMPORTED_ORIGINS = frozenset({"imported"})
-PROMOTABLE_CLASSES = frozenset({FailureClass.AGENT_FAILURE, FailureClass.VERIFICATION_FAILURE})
-
-CANDIDATE_ID_MAX = 200
-LIST_MAX = 100
-ITEM_MAX = 200
-SUMMARY_MAX = 4000
-PROBE_MAX = 500
-DETAILS_MAX = 20_000
-REASON_MAX = 2000
-FAILURE_TYPE_MAX = 100
-ORIGIN_MAX = 40
-_ORIGIN = re.compile(rf"^[a-z][a-z0-9_.:-]{{0,{ORIGIN_MAX - 1}}}$")
-
-Gate = dict[str, str]
-Scorecard = dict[str, Gate]
+# The promotion's public names; the document and the gates live in promotion_document and
+# promotion_gates, and callers import their names from here too.
+__all__ = [
+    "CANDIDATE_ID_MAX",
+    "DETAILS_MAX",
+    "FAILED",
+    "FAILURE_TYPE_MAX",
+    "GATES",
+    "ITEM_MAX",
+    "LIST_MAX",
+    "ORIGIN_MAX",
+    "PASSED",
+    "PENDING",
+    "PROBE_MAX",
+    "REASON_MAX",
+    "SUMMARY_MAX",
+    "CandidateDecided",
+    "CandidateDocument",
+    "Scorecard",
+    "approve_candidate",
+    "completable",
+    "complete_candidate",
+    "compute_gates",
+    "decide_candidate",
+    "deny",
+    "dry_run",
+    "failing",
+    "gates_if_approved",
+    "parse_candidate_document",
+    "promote",
+    "record_replay",
+    "replay_evidence",
+    "replay_standing",
+    "restated_fact",
+    "revise_candidate",
+    "status_for",
+    "submit_candidate",
+]
 
 
 class CandidateDecided(StateConflict):
@@ -94,372 +130,6 @@ class CandidateDecided(StateConflict):
             f"Candidate {candidate.candidate_id!r} was already decided ({candidate.promotion_status}); "
             "a decision is final."
         )
-
-
-# --- The document -----------------------------------------------------------------------------
-@dataclass
-class CandidateDocument:
-    """A parsed `awtl.memory_candidate.v2` document."""
-
-    candidate_id: str
-    failure_class: str
-    proposed_memory: str
-    failure_type: str = ""
-    source_action_ids: list[str] = field(default_factory=list)
-    root_cause_summary: str = ""
-    applies_to: list[str] = field(default_factory=list)
-    does_not_apply_to: list[str] = field(default_factory=list)
-    evidence_refs: list[str] = field(default_factory=list)
-    verification_probe_candidate: str = ""
-    requires_human_review: bool = False
-    origin: str = "agent"
-    memory_type: str = MemoryType.PROCEDURE
-    schema_version: str = CANDIDATE_SCHEMA
-
-
-def _text(raw: Mapping[str, Any], key: str, errors: dict[str, Any], *, max_len: int, required: bool = False) -> str:
-    value = raw.get(key)
-    if value is None:
-        if required:
-            errors[key] = ["This field is required."]
-        return ""
-    if not isinstance(value, str):
-        errors[key] = ["Must be a string."]
-        return ""
-    value = value.strip()
-    if required and not value:
-        errors[key] = ["May not be blank."]
-    elif len(value) > max_len:
-        errors[key] = [f"At most {max_len} characters."]
-    return value
-
-
-def _strings(value: Any, *, ids: bool = False) -> tuple[list[str], str | None]:
-    """A list of short non-empty strings (ids may also be integers); (cleaned, error or None)."""
-    if value is None:
-        return [], None
-    if not isinstance(value, list):
-        return [], "Must be a list of strings."
-    if len(value) > LIST_MAX:
-        return [], f"At most {LIST_MAX} items."
-    cleaned: list[str] = []
-    for item in value:
-        if ids and isinstance(item, int) and not isinstance(item, bool):
-            item = str(item)
-        if not isinstance(item, str) or not item.strip():
-            return [], "Every item must be a non-empty string."
-        if len(item) > ITEM_MAX:
-            return [], f"Items have at most {ITEM_MAX} characters."
-        if item.strip() not in cleaned:
-            cleaned.append(item.strip())
-    return cleaned, None
-
-
-def parse_candidate_document(raw: Mapping[str, Any]) -> CandidateDocument:
-    """Validate an `awtl.memory_candidate.v2` document (the domain/repo/topic envelope is not
-    part of it). Raises InvalidInput naming every bad field; unknown keys are ignored, an
-    absent `schema` means v2, any other schema version is refused."""
-    if not isinstance(raw, Mapping):
-        raise InvalidInput("A candidate is a JSON object.", fields={"non_field_errors": ["Expected an object."]})
-    errors: dict[str, Any] = {}
-    for key in ("schema", "schema_version"):
-        version = raw.get(key)
-        if version is not None and version != CANDIDATE_SCHEMA:
-            errors[key] = [f"Unknown schema version {version!r}; this server accepts {CANDIDATE_SCHEMA!r}."]
-            raise InvalidInput(f"Unknown schema version {version!r}.", code="unknown_schema_version", fields=errors)
-
-    candidate_id = _text(raw, "candidate_id", errors, max_len=CANDIDATE_ID_MAX, required=True)
-    failure_class = raw.get("failure_class")
-    if failure_class is None:
-        errors["failure_class"] = ["This field is required."]
-    elif failure_class not in FailureClass.values:
-        errors["failure_class"] = [f"One of {', '.join(FailureClass.values)}."]
-    proposed = _text(raw, "proposed_memory", errors, max_len=settings.ENGRAM_FACT_MAX_CHARS, required=True)
-    failure_type = _text(raw, "failure_type", errors, max_len=FAILURE_TYPE_MAX)
-    summary = _text(raw, "root_cause_summary", errors, max_len=SUMMARY_MAX)
-    probe = _text(raw, "verification_probe_candidate", errors, max_len=PROBE_MAX)
-
-    lists: dict[str, list[str]] = {}
-    for key in ("source_action_ids", "evidence_refs"):
-        lists[key], problem = _strings(raw.get(key), ids=key == "source_action_ids")
-        if problem:
-            errors[key] = [problem]
-    scope = raw.get("scope")
-    scope_errors: dict[str, list[str]] = {}
-    if scope is not None and not isinstance(scope, Mapping):
-        errors["scope"] = ["Must be an object {applies_to, does_not_apply_to}."]
-        scope = None
-    for key in ("applies_to", "does_not_apply_to"):
-        lists[key], problem = _strings((scope or {}).get(key))
-        if problem:
-            scope_errors[key] = [problem]
-    if scope_errors:
-        errors["scope"] = scope_errors
-
-    status = raw.get("promotion_status")
-    if status is not None and status != PromotionStatus.CANDIDATE:
-        errors["promotion_status"] = ["A submitted document is a `candidate`; the gate decides the rest."]
-    review = raw.get("requires_human_review", False)
-    if review is None:
-        review = False
-    if not isinstance(review, bool):
-        errors["requires_human_review"] = ["Must be a boolean."]
-    origin = raw.get("origin") or "agent"
-    if not isinstance(origin, str) or not _ORIGIN.match(origin):
-        errors["origin"] = ["A short lowercase token: agent, memory_agent, human, imported…"]
-    memory_type = raw.get("memory_type") or MemoryType.PROCEDURE
-    if memory_type not in MemoryType.values:
-        errors["memory_type"] = [f"One of {', '.join(MemoryType.values)}."]
-    if errors:
-        raise InvalidInput("The candidate document has invalid fields; see `fields`.", fields=errors)
-    return CandidateDocument(
-        candidate_id=candidate_id,
-        failure_class=str(failure_class),
-        proposed_memory=proposed,
-        failure_type=failure_type,
-        source_action_ids=lists["source_action_ids"],
-        root_cause_summary=summary,
-        applies_to=lists["applies_to"],
-        does_not_apply_to=lists["does_not_apply_to"],
-        evidence_refs=lists["evidence_refs"],
-        verification_probe_candidate=probe,
-        requires_human_review=bool(review),
-        origin=str(origin),
-        memory_type=str(memory_type),
-    )
-
-
-# --- Gates (pure) -------------------------------------------------------------------------------
-def _gate(status: str, reason: str) -> Gate:
-    return {"status": status, "reason": reason}
-
-
-# Who may vouch for a candidate (issue 13, trust boundary): the agent that proposed a rule cannot
-# certify it alone. A replay is evidence only when a person, or a verifier agent (`is_verifier`, set
-# by a workspace admin) of the candidate's workspace that did not submit it, recorded it. Standing
-# is read live: an agent losing its verifier flag (or its key) stops counting for open candidates;
-# decided ones keep the scorecard they were decided on.
-@dataclass(frozen=True)
-class Standing:
-    counts: bool
-    reason: str
-
-
-def replay_standing(candidate: Candidate, replay: Replay) -> Standing:
-    """Whether `replay` counts as evidence for `candidate`, and why. Reads replay.recorded_by_agent
-    (select it with the replay to avoid a query per row)."""
-    who = replay.recorded_by_label
-    submitter = f"the candidate's submitter ({who})"
-    if replay.recorded_by_user_id is not None:
-        if candidate.submitted_by_agent_id is None and candidate.submitted_by_label == who:
-            return Standing(False, f"replay #{replay.pk} was recorded by {submitter}; it does not count")
-        return Standing(True, f"recorded by {who}, a person")
-    agent = replay.recorded_by_agent if replay.recorded_by_agent_id is not None else None
-    if agent is None:
-        return Standing(
-            False,
-            f"replay #{replay.pk} was recorded by {who}, neither a person nor a verifier agent; it does not count",
-        )
-    if agent.pk == candidate.submitted_by_agent_id:
-        return Standing(False, f"replay #{replay.pk} was recorded by {submitter}; it does not count")
-    if not agent.is_verifier:
-        return Standing(
-            False, f"replay #{replay.pk} was recorded by agent {agent.name}, which is not a verifier; it does not count"
-        )
-    if agent.workspace_id != candidate.workspace_id:
-        return Standing(
-            False, f"replay #{replay.pk} was recorded by agent {agent.name} of another workspace; it does not count"
-        )
-    if agent.revoked_at is not None:
-        return Standing(
-            False, f"replay #{replay.pk} was recorded by agent {agent.name}, whose key was revoked; it does not count"
-        )
-    return Standing(True, f"recorded by verifier agent {agent.name}")
-
-
-def _replays(candidate: Candidate) -> list[Replay]:
-    """Oldest first; uses prefetched `replays` when the caller loaded them (with their agents)."""
-    if "replays" in getattr(candidate, "_prefetched_objects_cache", {}):
-        return sorted(candidate.replays.all(), key=lambda r: (r.created_at, r.pk))
-    return list(candidate.replays.select_related("recorded_by_agent").order_by("created_at", "id"))
-
-
-@dataclass
-class Evidence:
-    """The replays as the gate reads them: the latest one that counts, and the later ones that do not."""
-
-    latest: Replay | None
-    standing: Standing | None
-    ignored: list[tuple[Replay, Standing]]
-
-    @property
-    def verified(self) -> bool:
-        return self.latest is not None and self.latest.passed
-
-
-def replay_evidence(candidate: Candidate) -> Evidence:
-    """The latest counting replay decides; a later replay that does not count changes nothing
-    (a self-recorded pass after a verifier's failure does not flip the gate)."""
-    ignored: list[tuple[Replay, Standing]] = []
-    for replay in reversed(_replays(candidate)):
-        standing = replay_standing(candidate, replay)
-        if standing.counts:
-            return Evidence(replay, standing, ignored)
-        ignored.append((replay, standing))
-    return Evidence(None, None, ignored)
-
-
-IGNORED_SHOWN = 3
-
-
-def _ignored_note(evidence: Evidence) -> str:
-    if not evidence.ignored:
-        return ""
-    shown = [standing.reason for _, standing in evidence.ignored[:IGNORED_SHOWN]]
-    more = len(evidence.ignored) - IGNORED_SHOWN
-    if more > 0:
-        shown.append(f"{more} earlier replay{'s do' if more > 1 else ' does'} not count either")
-    return "; " + "; ".join(shown)
-
-
-def _approver(candidate: Candidate) -> str:
-    user = candidate.human_approved_by
-    who = user.get_username() if user is not None else "a person"
-    when = candidate.human_approved_at
-    return f"approved by {who}" + (f" on {when:%Y-%m-%d %H:%M} UTC" if when else "")
-
-
-def _failure_class_gate(candidate: Candidate) -> Gate:
-    match candidate.failure_class:
-        case FailureClass.AGENT_FAILURE:
-            return _gate(PASSED, "agent_failure: the agent's own mistake may become a rule")
-        case FailureClass.VERIFICATION_FAILURE if candidate.verification_probe_candidate:
-            return _gate(PASSED, f"verification_failure with its probe {candidate.verification_probe_candidate!r}")
-        case FailureClass.VERIFICATION_FAILURE:
-            return _gate(FAILED, "verification_failure may be promoted only with its verification probe")
-        case FailureClass.ENVIRONMENT_BLOCKER:
-            return _gate(FAILED, "environment_blocker: an outage or missing tool is not knowledge; never promoted")
-        case FailureClass.FLAKY_BLOCKER:
-            return _gate(FAILED, "flaky_blocker: a failure that does not reproduce; never promoted")
-        case FailureClass.HARNESS_BLOCKER:
-            return _gate(FAILED, "harness_blocker: routed to the harness-fix list, never to memory")
-    return _gate(FAILED, f"unknown failure class {candidate.failure_class!r}")
-
-
-NEEDS_EVIDENCE = (
-    "needs a passing replay recorded by a person or a verifier agent other than the submitter, or a human approval"
-)
-
-
-def _evidence_gate(candidate: Candidate, evidence: Evidence) -> Gate:
-    approved_at = candidate.human_approved_at
-    latest, note = evidence.latest, _ignored_note(evidence)
-    if latest is not None and latest.passed:
-        who = evidence.standing.reason if evidence.standing is not None else ""
-        return _gate(PASSED, f"replay #{latest.pk} of {latest.probe!r} passed, {who}{note}")
-    if approved_at is not None and (latest is None or latest.created_at <= approved_at):
-        return _gate(PASSED, _approver(candidate) + note)
-    if latest is not None:
-        return _gate(
-            FAILED,
-            f"the latest counting replay #{latest.pk} of {latest.probe!r} failed; "
-            f"needs a passing replay or an approval{note}",
-        )
-    return _gate(PENDING, NEEDS_EVIDENCE + note)
-
-
-def _traceability_gate(candidate: Candidate) -> Gate:
-    actions, refs = len(candidate.source_action_ids or []), len(candidate.evidence_refs or [])
-    if not actions and not refs:
-        return _gate(
-            FAILED,
-            "held: no source_action_ids and no evidence_refs; a rule must point back at the trace it came from",
-        )
-    return _gate(
-        PASSED,
-        f"{actions} source action{'s' if actions != 1 else ''}, {refs} evidence ref{'s' if refs != 1 else ''}",
-    )
-
-
-def _scope_gate(candidate: Candidate) -> Gate:
-    missing = [
-        name
-        for name, value in (
-            ("scope (applies_to)", candidate.applies_to),
-            ("anti-scope (does_not_apply_to)", candidate.does_not_apply_to),
-        )
-        if not value
-    ]
-    if missing:
-        return _gate(
-            FAILED, f"held: no {' and no '.join(missing)}; a rule right in one place must not apply everywhere"
-        )
-    return _gate(
-        PASSED, f"applies to {', '.join(candidate.applies_to)}; not to {', '.join(candidate.does_not_apply_to)}"
-    )
-
-
-def compute_gates(candidate: Candidate, *, write: bool | None = None, auto: bool | None = None) -> Scorecard:
-    """Every gate of SPEC §7 as {name: {status: passed|failed|pending, reason}}, from the
-    candidate's own fields and replays. `write`/`auto` describe a promote call; left None, the
-    write gate is pending and the automatic gate tells whether the candidate is eligible."""
-    evidence = replay_evidence(candidate)
-    verified = evidence.verified
-    gates: Scorecard = {
-        "failure_class": _failure_class_gate(candidate),
-        "evidence": _evidence_gate(candidate, evidence),
-        "provenance": (
-            _gate(FAILED, "imported-only: nothing in this workspace observed it; an outside trace is not the truth")
-            if candidate.origin in IMPORTED_ORIGINS
-            else _gate(PASSED, f"origin {candidate.origin}")
-        ),
-        "scope": _scope_gate(candidate),
-        "traceability": _traceability_gate(candidate),
-    }
-    if not candidate.requires_human_review:
-        gates["human_review"] = _gate(PASSED, "not required")
-    elif candidate.human_approved_at is not None:
-        gates["human_review"] = _gate(PASSED, _approver(candidate))
-    else:
-        gates["human_review"] = _gate(PENDING, "requires human review: waiting for a person's approval")
-
-    if write is None:
-        gates["write_flag"] = _gate(PENDING, "nothing is written until promote is called with write=true")
-    elif write:
-        gates["write_flag"] = _gate(PASSED, "write=true")
-    else:
-        gates["write_flag"] = _gate(FAILED, "no write flag: a dry run, nothing written")
-
-    if auto is False:
-        gates["auto_promotion"] = _gate(PASSED, "not an automatic promotion")
-    elif candidate.requires_human_review:
-        gates["auto_promotion"] = _gate(FAILED, "requires human review: never promoted automatically")
-    elif not verified:
-        gates["auto_promotion"] = _gate(
-            FAILED if auto else PENDING,
-            "not replay-verified: automatic promotion needs a passing replay recorded by a person "
-            "or a verifier agent other than the submitter",
-        )
-    else:
-        gates["auto_promotion"] = _gate(PASSED, "replay-verified independently and no human review required")
-    return gates
-
-
-def failing(gates: Scorecard) -> list[str]:
-    return [name for name in GATES if gates[name]["status"] != PASSED]
-
-
-def status_for(candidate: Candidate, gates: Scorecard) -> str:
-    """The promotion_status an undecided candidate has given its gates; decisions are final."""
-    if candidate.is_decided:
-        return candidate.promotion_status
-    if candidate.failure_class == FailureClass.HARNESS_BLOCKER:
-        return PromotionStatus.HARNESS_FIX
-    if gates["failure_class"]["status"] == FAILED or gates["provenance"]["status"] == FAILED:
-        return PromotionStatus.BLOCKED
-    if gates["scope"]["status"] == FAILED or gates["traceability"]["status"] == FAILED:
-        return PromotionStatus.HELD
-    return PromotionStatus.CANDIDATE
 
 
 # --- Writes ------------------------------------------------------------------------------------
@@ -1063,7 +733,7 @@ def complete_candidate(
         ("does_not_apply_to", does_not_apply_to),
         ("evidence_refs", evidence_refs),
     ):
-        cleaned, problem = _strings(list(value) if value is not None else None)
+        cleaned, problem = string_list(list(value) if value is not None else None)
         if problem:
             errors[name] = [problem]
         elif cleaned:

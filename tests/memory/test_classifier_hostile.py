@@ -35,8 +35,8 @@ from memory.classifier import (
     quantities,
     reading,
 )
+from memory.classifier.model_reading import NOT_READ
 from memory.classifier.reading import COMPARE_STEPS, PROPOSAL_CHARS
-from memory.classifier.second_reading import NOT_READ
 from memory.classifier.verdict import close_spelling
 
 READ_LIMIT_S = 0.25  # one proposal read against a topic's facts, at the maximum fact length

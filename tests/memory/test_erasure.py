@@ -309,12 +309,11 @@ def test_an_unknown_domain_agent_or_review_is_refused(world):
 
 
 def test_in_process_caches_forget_the_erased_facts(world, django_capture_on_commit_callbacks):
-    from memory import pair_model, recalls
-    from memory.classifier import reading
+    from memory import classifier, pair_model, recalls
     from memory.search import preamble, voices
 
     fact = FactFactory(domain=world.architecture, topic="t", content="Cached words of a secret.")
-    reading.read(fact.content)
+    classifier.read(fact.content)
     preamble._vectors_cache["Cached words of a secret."] = preamble.np.zeros(3)
     pair_model._cache[("Cached words of a secret.", "Another text.")] = preamble.np.zeros(3)
     voices.lexeme_frequencies()
@@ -325,7 +324,7 @@ def test_in_process_caches_forget_the_erased_facts(world, django_capture_on_comm
             reason="r",
             by=Actor.of_user(world.admin_user),
         )
-    assert reading.read.cache_info().currsize == 0
+    assert classifier.read.cache_info().currsize == 0
     assert "Cached words of a secret." not in preamble._vectors_cache
     assert not pair_model._cache
     assert voices._stats is None

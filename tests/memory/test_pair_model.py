@@ -137,7 +137,7 @@ def test_far_apart_pairs_the_rules_call_separate_are_not_read_again(monkeypatch)
 
 
 def test_the_model_reads_at_most_model_reads_pairs_of_a_proposal_the_nearest_first(monkeypatch):
-    from memory.classifier.second_reading import MODEL_READS
+    from memory.classifier import MODEL_READS
 
     asked: list[tuple[str, str]] = []
 

@@ -10,6 +10,7 @@
   sub-agent, render its versioned prompt (`prompts/remember_v1.md`), run it, review, note.
 - `engram_client.llm`: ChatCompletions, one call to an OpenAI-compatible endpoint.
 - `engram_client.memory_agent`: the reference proactive memory-agent loop (SPEC §9).
+- `engram_client.deciders`: the memory agent's deciders, rule-based and OpenAI-compatible.
 - `engram_client.bank_adapter`: LocalBank, the run calls in-process inside the Engram server.
 - `engram_client.transport`: the one HTTP caller all of them use.
 - `engram_client.webhooks`: WebhookReceiver, a signed-webhook receiver (`reviews.wait(...,

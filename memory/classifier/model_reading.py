@@ -164,7 +164,7 @@ def _separate_floor(t: SecondReading) -> float:
     return max(RELATED_COSINE, min(active)) if active else NEVER
 
 
-def _asks_model(verdict: Verdict, similarity: float, old: str, new: str, t: SecondReading | None = None) -> bool:
+def asks_model(verdict: Verdict, similarity: float, old: str, new: str, t: SecondReading | None = None) -> bool:
     """Whether the second reading may revise the rules' verdict: not for far-apart pairs the rules
     call separate (unless the new statement announces an update the model may recognise), nor for
     the same text up to case, spacing and punctuation (the pair model once read "deploys ship every
@@ -211,7 +211,7 @@ def classify_many(
     asked = [
         i
         for i, (v, (old, new, s)) in enumerate(zip(verdicts, items, strict=True))
-        if whole[i] and _asks_model(v, s, old, new)
+        if whole[i] and asks_model(v, s, old, new)
     ]
     if nearest is not None:
         asked = _nearest_per_proposal(asked, items, MODEL_READS)
