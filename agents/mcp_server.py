@@ -43,7 +43,8 @@ from pydantic import ValidationError
 
 from agents import operations as ops
 from agents.api.renderers import printable
-from agents.mcp_tools import candidates, facts, hot, policies, recall, reviews, runs
+from agents.mcp_tools import prompts
+from agents.mcp_tools import tools as generated_tools
 from agents.operations.errors import error_body
 from agents.operations.inputs import unknown_argument
 from memory import safe_json
@@ -433,6 +434,6 @@ def build_server(key: str, *, site_url: str = "") -> MCPServer:
     """An MCPServer exposing the agent tools as the agent holding `key` (AgentKeyError if none)."""
     tools = EngramTools(key, site_url=site_url)
     server: MCPServer = EngramMCPServer(name="engram", instructions=INSTRUCTIONS)
-    for area in (recall, facts, policies, hot, reviews, candidates, runs):
-        area.register(server, tools)
+    generated_tools.register(server, tools)
+    prompts.register(server)
     return server

@@ -135,6 +135,19 @@ def reviewer_is_workspace_admin(world: World) -> None:
 
 
 @pytest.fixture(autouse=True)
+def answers_are_declared():
+    """No test sees an operation answer an error code its declaration does not list (issue 36:
+    the served schema is the contract; tests/declared_errors.py)."""
+    from tests.declared_errors import watching_answers
+
+    with watching_answers() as undeclared:
+        yield
+    assert not undeclared, "undeclared errors (add them to agents/operations/catalog.py): " + "; ".join(
+        sorted(set(undeclared))
+    )
+
+
+@pytest.fixture(autouse=True)
 def inference_outside_transactions(request):
     """Model inference refuses to run inside a transaction (memory.inference); a test's own wrapping
     transaction (the `db` fixture's) is declared as enclosing, so only the code's own count."""

@@ -1,11 +1,15 @@
-"""drf-spectacular post-processing: every API operation documents the error answers it can give.
+"""drf-spectacular post-processing: every API operation documents exactly the errors it can answer.
 
-Errors are one shape everywhere (agents.api.errors), so they are added here once instead of on
-each view; clients and schemathesis then know every status code the API may return."""
+Errors are one shape everywhere (agents.api.errors). Each operation's codes, by status, come from
+its declaration (agents.operations.catalog, `Operation.all_errors`): the schema lists a status
+only when the operation can answer it, with its codes as an enum of the body's `code`."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from agents.operations.catalog import OPERATIONS
+from agents.operations.declaration import error_responses
 
 ERROR_SCHEMA = {
     "type": "object",
@@ -16,38 +20,17 @@ ERROR_SCHEMA = {
     },
     "required": ["code", "detail", "fields"],
 }
-ERRORS = {
-    "400": "Bad input: field errors in `fields` (`invalid_input`), an argument the operation does not take "
-    "(`unknown_argument`, each named in `fields`, nested ones as `scope.x`), or a body refused whole "
-    "(`malformed_json`, `json_too_deep`, `duplicate_key`, `invalid_characters`, `integer_out_of_range`, "
-    "`number_out_of_range`; `fields` names where when known); nothing was written.",
-    "401": "No key, an unknown key or a revoked key.",
-    "403": "The agent's role lacks the grant (`insufficient_memory_permission`), or the agent claimed a veracity "
-    "it may not state (`veracity_not_allowed`: human_stated needs a person or a relay agent); nothing was written.",
-    "404": "Not found, or not visible to this agent (another workspace, a `none` domain).",
-    "409": "The object is not in a state that allows this (already superseded, already resolved…).",
-    "411": "A chunked body on a server that cannot read one (`length_required`): send Content-Length.",
-    "413": "The body is larger than the server accepts.",
-    "429": "Throttled: retry after the number of seconds in Retry-After.",
-    "503": "The database is unavailable; retry shortly.",
-}
 
 
 def add_error_responses(result: dict[str, Any], generator: Any, request: Any, public: Any) -> dict[str, Any]:
     components = result.setdefault("components", {}).setdefault("schemas", {})
     components["ErrorResponse"] = ERROR_SCHEMA
-    for path, operations in result.get("paths", {}).items():
-        if not path.startswith("/api/v1/") or path.startswith(("/api/v1/schema", "/api/v1/docs")):
-            continue
+    for operations in result.get("paths", {}).values():
         for operation in operations.values():
-            if not isinstance(operation, dict) or "responses" not in operation:
+            if not isinstance(operation, dict) or operation.get("operationId") not in OPERATIONS:
                 continue
-            for status, description in ERRORS.items():
-                operation["responses"].setdefault(
-                    status,
-                    {
-                        "description": description,
-                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}},
-                    },
-                )
+            responses = operation.setdefault("responses", {})
+            for status in [s for s in responses if s.startswith(("4", "5"))]:
+                del responses[status]  # drf-spectacular's guesses; the declaration says which
+            responses.update(error_responses(OPERATIONS[operation["operationId"]]))
     return result

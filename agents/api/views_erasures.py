@@ -9,16 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema, inline_serializer
-from rest_framework import serializers
+from drf_spectacular.utils import extend_schema
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from agents.api.schema import declared
 from agents.auth import AgentKeyAuthentication
-from agents.operations import serializers as s
+from agents.operations.inputs import refuse_unknown
+from agents.operations.serializers_erasures import ErasureIn
 from memory import access
 from memory.actors import Actor
 from memory.errors import InvalidInput, NotFound
@@ -33,26 +34,6 @@ class IsPerson(BasePermission):
         return request.user is not None and bool(getattr(request.user, "is_authenticated", False))
 
 
-ErasureIn = inline_serializer(
-    "ErasureIn",
-    {
-        "workspace": serializers.SlugField(help_text="The workspace's slug."),
-        "selection": serializers.JSONField(
-            help_text='{"kind": "ids", "ids": [..]} | {"kind": "domain", "domain": "..", "topic": ".."} | '
-            '{"kind": "search", "query": ".."} | {"kind": "agent", "agent": "<name>"} | {"kind": "review", "review": id}'
-        ),
-        "reason": serializers.CharField(required=False, help_text="Required to erase; at most 500 characters."),
-        "fact_ids": serializers.ListField(
-            child=serializers.IntegerField(),
-            required=False,
-            help_text="The preview's fact ids: erasing is refused (409 selection_changed) if the selection now differs.",
-        ),
-    },
-)
-ERRORS = {400: s.ErrorSerializer, 401: s.ErrorSerializer, 403: s.ErrorSerializer, 404: s.ErrorSerializer}
-ERASE_ERRORS = {**ERRORS, 409: s.ErrorSerializer}
-
-
 class _ErasureView(APIView):
     authentication_classes = [AgentKeyAuthentication, SessionAuthentication]
     permission_classes = [IsPerson]
@@ -62,6 +43,8 @@ class _ErasureView(APIView):
         if isinstance(request.user, Agent):
             raise erasure.ErasureForbidden()
         data = request.data if isinstance(request.data, dict) else {}
+        refuse_unknown(request.query_params)
+        refuse_unknown(data, allowed=ErasureIn().fields)
         slug = data.get("workspace")
         if not isinstance(slug, str) or not slug:
             raise InvalidInput("Name the workspace.", fields={"workspace": ["Required: the workspace's slug."]})
@@ -77,16 +60,14 @@ class _ErasureView(APIView):
 
 
 class ErasurePreviewView(_ErasureView):
-    @extend_schema(request=ErasureIn, responses={200: dict, **ERRORS}, operation_id="admin_erasure_preview")
+    @extend_schema(**declared("admin_erasure_preview"))
     def post(self, request: Request) -> Response:
-        """What erasing the selection would remove: counts per kind and the facts' texts. Writes nothing."""
         return Response(self.plan(request).as_dict())
 
 
 class ErasureView(_ErasureView):
-    @extend_schema(request=ErasureIn, responses={201: dict, **ERASE_ERRORS}, operation_id="admin_erasure")
+    @extend_schema(**declared("admin_erasure"))
     def post(self, request: Request) -> Response:
-        """Erase the selection and everything derived from it; answers the tombstone (no content)."""
         plan = self.plan(request)  # the body is an object: plan() read the workspace from it
         data: dict[str, Any] = request.data if isinstance(request.data, dict) else {}
         previewed = data.get("fact_ids")

@@ -65,6 +65,16 @@ def _max_content() -> int:
     return int(settings.ENGRAM_FACT_MAX_CHARS)
 
 
+class FactText(serializers.CharField):
+    """A fact's text: at most ENGRAM_FACT_MAX_CHARS characters, the setting in force when the
+    serializer is built (DRF builds each serializer's fields anew), so the served schema's
+    maxLength and the refusal say the same number."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        messages = {"max_length": "At most {max_length} characters.", **kwargs.pop("error_messages", {})}
+        super().__init__(max_length=_max_content(), error_messages=messages, **kwargs)
+
+
 class SessionKeyField(serializers.CharField):
     """A session key: a string only (a number or a list is refused, not coerced), stripped, at
     most SESSION_KEY_MAX (200) characters."""
@@ -91,7 +101,7 @@ class FactProposeIn(serializers.Serializer):
     domain = serializers.CharField(max_length=200, help_text="`architecture` or `repo:<slug>/architecture`")
     repo = serializers.SlugField(required=False, allow_null=True, max_length=100)
     topic = serializers.CharField(max_length=200)
-    content = serializers.CharField(max_length=16_000)
+    content = FactText()
     memory_type = serializers.ChoiceField(choices=MEMORY_TYPES)
     veracity = serializers.ChoiceField(choices=VERACITIES, default=Veracity.AGENT_INFERRED, help_text=VERACITY_HELP)
     observed_at = serializers.DateTimeField(
@@ -113,14 +123,9 @@ class FactProposeIn(serializers.Serializer):
     )
     session_key = SessionKeyField(default="", help_text=SESSION_KEY_HELP)
 
-    def validate_content(self, value: str) -> str:
-        if len(value) > _max_content():
-            raise serializers.ValidationError(f"At most {_max_content()} characters.")
-        return value
-
 
 class FactSupersedeIn(serializers.Serializer):
-    content = serializers.CharField(max_length=16_000)
+    content = FactText()
     reason = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
 
 
@@ -411,6 +416,8 @@ def _max_batch() -> int:
 class FactBatchIn(serializers.Serializer):
     """The body of POST facts/batch/ (for the schema): the operation checks the envelope itself,
     for stable codes, then each item with FactProposeIn, as POST facts/ would."""
+
+    answered_per_item = ("items",)  # an item's error refuses that item alone (declaration.field_schema)
 
     items = FactProposeIn(
         many=True,

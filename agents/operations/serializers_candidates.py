@@ -11,7 +11,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from agents.operations.serializers import FactOut
+from agents.operations.serializers import FactOut, FactText
 from memory.models import CANDIDATE_SCHEMA, FailureClass, MemoryType, PromotionDecision, PromotionStatus
 from memory.services.facts import TOPIC_MAX
 from memory.services.promotion import (
@@ -85,7 +85,7 @@ class CandidateIn(serializers.Serializer):
         child=serializers.CharField(max_length=ITEM_MAX), required=False, max_length=LIST_MAX
     )
     root_cause_summary = serializers.CharField(max_length=SUMMARY_MAX, required=False, allow_blank=True)
-    proposed_memory = serializers.CharField(max_length=16_000, help_text="the rule that would become a fact")
+    proposed_memory = FactText(help_text="the rule that would become a fact")
     scope = CandidateScopeIn(required=False)
     evidence_refs = serializers.ListField(
         child=serializers.CharField(max_length=ITEM_MAX), required=False, max_length=LIST_MAX

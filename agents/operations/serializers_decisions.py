@@ -13,7 +13,10 @@ class MeetingDecisionsIn(serializers.Serializer):
     title = serializers.CharField(max_length=TITLE_MAX, help_text="the meeting's title (the episode's title)")
     date = serializers.DateField(help_text="the day the meeting took place (YYYY-MM-DD); not in the future")
     decisions = serializers.ListField(
-        child=serializers.CharField(max_length=16_000),
+        # No max_length here: the service checks each decision's length against ENGRAM_FACT_MAX_CHARS and
+        # names it `decisions.<n>` from 1, as the meeting page numbers lines (DRF would say `decisions`
+        # with an index from 0).
+        child=serializers.CharField(),
         min_length=1,
         max_length=MAX_DECISIONS,
         help_text=f"what the meeting decided, one decision per item (1–{MAX_DECISIONS}; each at most "

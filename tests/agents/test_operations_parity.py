@@ -10,7 +10,6 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import get_args
 from unittest import mock
 from urllib.parse import urlencode
 
@@ -25,20 +24,22 @@ from agents import mcp_server
 from agents import operations as ops
 from agents.api import urls as api_urls
 from agents.api.errors import json_404
-from agents.mcp_tools import common as tool_types
 from agents.operations import serializers as s
 from agents.operations import serializers_as_of as sa
 from agents.operations import serializers_candidates as sc
 from agents.operations import serializers_decisions as sd
 from agents.operations import serializers_reviews as rs
 from agents.operations import serializers_runs as sr
+from agents.operations.catalog import TOOLS
+from agents.operations.declaration import field_schema
+from agents.operations.declaration import plain_default as field_schema_default
 from agents.operations.inputs import refuse_unknown, validated
 from agents.operations.pages import page_bounds
 from memory.models import BankKind, Conflict, FactStatus, FailureClass, MemoryType, PromotionStatus, Veracity
 from memory.search.hybrid import MODES
 from memory.selectors import CONFLICT_CLOSED
 from tests.conftest import client_for
-from tests.factories import CandidateFactory, FactFactory, PolicyFactory
+from tests.factories import AgentFactory, CandidateFactory, FactFactory, PolicyFactory
 from tests.review.samples import FILES, OUTPUT
 
 pytestmark = pytest.mark.django_db(transaction=True)  # sync MCP tools run in a worker thread
@@ -474,16 +475,67 @@ def test_the_operations_do_not_import_the_api():
         assert not [m for m in imported if m == "agents.api" or m.startswith("agents.api.")], source.name
 
 
-def test_the_mcp_enumerations_are_the_model_choices():
-    assert set(get_args(tool_types.SearchMode)) == set(MODES)
-    assert list(get_args(tool_types.MemoryType)) == MemoryType.values
-    assert set(get_args(tool_types.RelayVeracity)) == set(Veracity.values)
-    assert set(get_args(tool_types.AgentVeracity)) == set(Veracity.values) - {Veracity.HUMAN_STATED}
-    assert list(get_args(tool_types.ConflictStatus)) == [*Conflict.Status.values, CONFLICT_CLOSED]
-    assert list(get_args(tool_types.FailureClass)) == FailureClass.values
-    assert set(get_args(tool_types.BankItemKind)) == set(BankKind.values) - {BankKind.STATUS}
-    assert list(get_args(tool_types.FactStatus)) == FactStatus.values
-    assert list(get_args(tool_types.PromotionStatus)) == PromotionStatus.values
+def _tool_schemas(world, *, relay=True):
+    """Each tool's input schema as an agent sees it; a relay agent's tools are offered every value."""
+    agent = (
+        AgentFactory(workspace=world.workspace, role=world.coder_role, relays_human_words=True)
+        if relay
+        else world.coder
+    )
+    server = mcp_server.build_server(agent.plain_key)
+    return {tool.name: tool.input_schema for tool in asyncio.run(server.list_tools())}
+
+
+def _enum(schema):
+    """The enumeration of an argument's schema, nullable or not."""
+    for branch in [schema, *schema.get("anyOf", [])]:
+        if "enum" in branch:
+            return branch["enum"]
+    return None
+
+
+def test_the_mcp_enumerations_are_the_model_choices(world):
+    schemas = _tool_schemas(world)
+    argument = lambda tool, name: _enum(schemas[tool]["properties"][name])  # noqa: E731
+    assert set(argument("search_memory", "mode")) == set(MODES)
+    assert argument("propose_fact", "memory_type") == MemoryType.values
+    assert set(argument("propose_fact", "veracity")) == set(Veracity.values)
+    offered = _enum(_tool_schemas(world, relay=False)["propose_fact"]["properties"]["veracity"])
+    assert set(offered) == set(Veracity.values) - {Veracity.HUMAN_STATED}  # sent anyway: 403, as over HTTP
+    assert argument("list_memory_conflicts", "status") == [*Conflict.Status.values, CONFLICT_CLOSED]
+    assert argument("submit_candidate", "failure_class") == FailureClass.values
+    assert set(argument("memory_delete", "kind")) == set(BankKind.values) - {BankKind.STATUS}
+    assert argument("list_facts", "status") == FactStatus.values
+    assert argument("list_candidates", "promotion_status") == PromotionStatus.values
+
+
+def test_every_tool_schema_is_generated_from_its_input_serializer(world):
+    """One declaration: each argument's schema is its serializer field's (declaration.field_schema),
+    so the two cannot drift; required arguments are the serializer's required fields."""
+    schemas = _tool_schemas(world)
+    for name, operation in TOOLS.items():
+        schema = schemas[name]
+        fields = operation.inputs().fields if operation.inputs else {}
+        required = [n for n, _ in operation.path] + [n for n, f in fields.items() if f.required]
+        assert sorted(schema.get("required", [])) == sorted(required), name
+        for field_name, field in fields.items():
+            shown = {k: v for k, v in schema["properties"][field_name].items() if k != "title"}
+            generated = field_schema(field, items_open=field_name in getattr(operation.inputs, "answered_per_item", ()))
+            if not field.required and "anyOf" not in generated and field_schema_default(field) is None:
+                generated = {"anyOf": [generated, {"type": "null"}], "default": None}
+            assert shown == generated, (name, field_name)
+
+
+def test_human_stated_from_an_agent_that_does_not_relay_is_refused_alike(world):
+    server = mcp_server.build_server(world.coder.plain_key, site_url=SITE)
+    arguments = {k: v for k, v in A_FACT.items() if k not in ("repo", "episode_id", "source_observation_ids")}
+    arguments["veracity"] = "human_stated"
+    before = _row_counts()
+    over_http = client_for(world.coder).post("/api/v1/facts/", arguments, format="json")
+    over_mcp = _call_tool(server, "propose_fact", arguments)
+    assert (over_http.status_code, over_http.json()["code"]) == (403, "veracity_not_allowed")
+    assert over_mcp.is_error and over_mcp.structured_content == over_http.json()
+    assert _row_counts() == before
 
 
 # --- Every argument of every operation, through both surfaces (issue 36) -------------------------

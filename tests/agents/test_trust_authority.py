@@ -390,7 +390,7 @@ def test_the_mcp_tool_offers_human_stated_only_to_a_relay_agent(world):
 
     ordinary, doc = veracity_schema(world.coder.plain_key)
     assert sorted(ordinary) == ["agent_inferred", "imported", "tool_generated"]
-    assert "human_stated" not in doc
+    assert "only for an agent a workspace admin marked as relaying" in doc  # and why it is not offered
     relayed, doc = veracity_schema(relay_agent(world).plain_key)
     assert "human_stated" in relayed and "human_stated" in doc
 
