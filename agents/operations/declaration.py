@@ -141,6 +141,7 @@ def field_schema(field_: serializers.Field, *, items_open: bool = False) -> dict
     (`items_open`: an item's unknown name refuses that item, as over HTTP)."""
     schema: dict[str, Any]
     if isinstance(field_, serializers.ListSerializer):
+        assert field_.child is not None  # `many=True` always sets it
         schema = {"type": "array", "items": field_schema(field_.child, items_open=items_open)}
     elif isinstance(field_, serializers.Serializer):
         fields = field_.fields
