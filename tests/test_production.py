@@ -91,4 +91,10 @@ def test_throttling_is_per_agent_and_says_when_to_retry(world, settings):
 def test_served_schema_documents_error_answers(db, client):
     schema = client.get("/api/v1/schema/?format=json").json()
     operation = schema["paths"]["/api/v1/facts/"]["post"]
-    assert {"400", "401", "404", "409", "429"} <= set(operation["responses"])
+    errors = {status for status in operation["responses"] if status[0] in "45"}
+    # exactly what propose_fact can answer (agents.operations.catalog): no 404, no 403 but its own code
+    assert errors == {"400", "401", "403", "406", "409", "411", "413", "415", "429", "503"}
+    assert operation["responses"]["403"]["content"]["application/json"]["schema"]["allOf"][1] == {
+        "type": "object",
+        "properties": {"code": {"type": "string", "enum": ["veracity_not_allowed"]}},
+    }

@@ -50,6 +50,8 @@ PATH_ERRORS: Mapping[int, tuple[str, ...]] = {404: ("not_found",)}
 QUERY_ERRORS: Mapping[int, tuple[str, ...]] = {400: ("invalid_characters",)}
 SERVICE_ERRORS: Mapping[int, tuple[str, ...]] = {406: ("not_acceptable",)}
 AGENT_ERRORS: Mapping[int, tuple[str, ...]] = {429: ("throttled",), 503: ("database_unavailable",)}
+# A person's session: a write without the CSRF token (DRF SessionAuthentication).
+PERSON_ERRORS: Mapping[int, tuple[str, ...]] = {403: ("forbidden",)}
 # Every operation refuses the arguments it does not take; one with inputs, their bad values.
 UNKNOWN_ERRORS: Mapping[int, tuple[str, ...]] = {400: ("unknown_argument",)}
 INPUT_ERRORS: Mapping[int, tuple[str, ...]] = {400: ("invalid_input",)}
@@ -114,8 +116,7 @@ class Operation:
         if self.path:
             parts.append(PATH_ERRORS)
         parts += [BODY_ERRORS if self.takes_body else QUERY_ERRORS, self.errors]
-        if self.agent:
-            parts.append(AGENT_ERRORS)
+        parts.append(AGENT_ERRORS if self.agent else PERSON_ERRORS)
         merged: dict[int, list[str]] = {}
         for part in parts:
             for status, codes in part.items():
