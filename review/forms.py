@@ -42,6 +42,14 @@ class QueueDecisionForm(forms.Form):
         super().__init__(data)
         self.fields["action"].choices = [(action, action) for action in QUEUE_ACTIONS.get(kind, ())]  # type: ignore[attr-defined]
 
+    def clean(self) -> dict[str, Any]:
+        """Deprecating takes a fact out of every agent's recall for good: it needs a reason, so no
+        stray key or click decides it with nothing said (issue 37)."""
+        cleaned = super().clean() or {}
+        if cleaned.get("action") == "deprecate" and not cleaned.get("reason"):
+            self.add_error("reason", "Say why the fact is deprecated: agents stop recalling it.")
+        return cleaned
+
     @property
     def edit(self) -> str:
         """The reviewer's rewrite, as typed. Call after is_valid()."""

@@ -117,6 +117,14 @@ def _short(text: str, chars: int = 90) -> str:
     return Truncator(" ".join(text.split())).chars(chars)
 
 
+def conflict_url(pk: int, *, decided_with_winner: bool) -> str:
+    """The page that shows a conflict in any state: one with a winner (decided by a rule or by a
+    person who chose a side) on the conflict page, any other (open, same, both true) as the
+    possible conflict it was asked as (review.selectors_items.item_entry)."""
+    kind = "conflict" if decided_with_winner else "possible"
+    return reverse("review:queue-detail", args=[kind, pk])
+
+
 def recent_activity(user: Any, workspaces: list[Workspace], limit: int = 15) -> list[ActivityEntry]:
     """The latest events of `workspaces` that `user` may see (access.restrict: those of their
     domains and the workspace-level ones), each with its actor's name and its target's title and
@@ -142,10 +150,10 @@ def recent_activity(user: Any, workspaces: list[Workspace], limit: int = 15) -> 
         ):
             titles[("candidate", pk)] = (_short(text), reverse("review:queue-detail", args=["candidate", pk]))
     if wanted.get("conflict"):
-        for pk in access.restrict(Conflict.objects.filter(pk__in=wanted["conflict"]), user).values_list(
-            "pk", flat=True
+        for pk, winner_id in access.restrict(Conflict.objects.filter(pk__in=wanted["conflict"]), user).values_list(
+            "pk", "winner_id"
         ):
-            titles[("conflict", pk)] = ("", reverse("review:queue-detail", args=["conflict", pk]))
+            titles[("conflict", pk)] = ("", conflict_url(pk, decided_with_winner=winner_id is not None))
     if wanted.get("rememberreview"):
         for pk, agent in reviews_for(user, RememberReview.objects.filter(pk__in=wanted["rememberreview"])).values_list(
             "pk", "agent__name"

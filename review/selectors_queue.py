@@ -43,7 +43,14 @@ class QueueEntry:
 
     @property
     def kind_label(self) -> str:
-        return KINDS[self.kind]
+        """The item's heading: a decided conflict says which rule decided it (one opened from the
+        activity need not have a human-stated loser)."""
+        if self.kind != "conflict":
+            return KINDS[self.kind]
+        rule = self.obj.rule
+        how = "by a person" if rule == Conflict.Rule.HUMAN else f"on {self.obj.get_rule_display()}"
+        lost = ": a human-stated fact lost" if self.obj.loser.veracity == "human_stated" else ""
+        return f"Conflict decided {how}{lost}"
 
     @property
     def agent(self) -> Agent | None:

@@ -3,7 +3,11 @@ login stays for staff; what a signed-in person sees is decided by membership (re
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth import views as auth_views
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
 
 
 class SignInView(auth_views.LoginView):
@@ -15,6 +19,14 @@ class SignInView(auth_views.LoginView):
 
 
 class SignOutView(auth_views.LogoutView):
-    """POST only (Django 5), so a link or an image elsewhere cannot sign anyone out."""
+    """Signing out is a POST (Django 5), so a link or an image elsewhere cannot sign anyone out.
+    A GET (a typed or bookmarked /logout/) answers a page with the sign-out button, or the sign-in
+    page to someone already signed out, instead of a bare 405."""
 
     next_page = "review:login"
+    http_method_names = ["get", "post", "options"]
+
+    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_authenticated:
+            return redirect("review:login")
+        return render(request, "review/logout.html")

@@ -116,6 +116,11 @@ def browser(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 def fact_detail(request: HttpRequest, slug: str, fact_id: int) -> HttpResponse:
     workspace = workspace_for(request.user, slug)
+    return render(request, "review/fact.html", _fact_context(request, workspace, fact_id))
+
+
+def _fact_context(request: HttpRequest, workspace: Workspace, fact_id: int) -> dict[str, Any]:
+    """The fact page's context; raises Http404 unless the person may review the fact's domain."""
     context = {"workspace": workspace, "tab": "facts", **pages.fact_page(request.user, workspace, fact_id)}
     context["history_rows"] = _history_rows(context["history"])
     fact = context["fact"]
@@ -124,7 +129,7 @@ def fact_detail(request: HttpRequest, slug: str, fact_id: int) -> HttpResponse:
     # Where it went, and who received it since it stopped being believed (issue 21): shown only
     # here, behind fact_page's access check (the fact's domain is one the person may review).
     context["trail"] = fact_trail(fact, context["history"])
-    return render(request, "review/fact.html", context)
+    return context
 
 
 def _history_rows(history: list[Any]) -> list[tuple[Any, int | None, Any]]:
@@ -142,19 +147,17 @@ def _history_rows(history: list[Any]) -> list[tuple[Any, int | None, Any]]:
 @login_required
 @require_POST
 def fact_supersede(request: HttpRequest, slug: str, fact_id: int) -> HttpResponse:
-    """Edit = supersede with a reason, stated by a person (human_stated)."""
+    """Edit = supersede with a reason, stated by a person (human_stated). Refused (blank, too
+    long, no longer live): 400 with the fact page, the typed text and reason kept and each
+    field's error beside it."""
     workspace = workspace_for(request.user, slug)
-    fact = pages.fact_page(request.user, workspace, fact_id)["fact"]
+    context = _fact_context(request, workspace, fact_id)
+    typed = {"content": request.POST.get("content", ""), "reason": request.POST.get("reason", "")}
     try:
-        new = supersede_fact(
-            fact=fact,
-            by=Actor.of_user(request.user),
-            content=request.POST.get("content", ""),
-            reason=request.POST.get("reason", ""),
-        )
+        new = supersede_fact(fact=context["fact"], by=Actor.of_user(request.user), **typed)
     except EngramError as exc:
-        messages.error(request, exc.detail)
-        return redirect("review:fact", slug=slug, fact_id=fact_id)
+        context.update(typed=typed, edit_error=exc.detail, edit_fields=exc.fields)
+        return render(request, "review/fact.html", context, status=400)
     messages.success(request, f"Fact {fact_id} was superseded by fact {new.pk}.")
     return redirect("review:fact", slug=slug, fact_id=new.pk)
 
@@ -228,8 +231,24 @@ def policy_action(request: HttpRequest, slug: str, policy_id: int) -> HttpRespon
         else:
             return HttpResponse("Unknown action.", status=400)
     except EngramError as exc:
+        if action == "supersede":
+            return _refused_policy_edit(request, workspace, policy.pk, exc)
         messages.error(request, exc.detail)
     return render(request, _template(request, "review/policies.html", "list"), _policies_context(request, workspace))
+
+
+def _refused_policy_edit(request: HttpRequest, workspace: Workspace, policy_id: int, exc: EngramError) -> HttpResponse:
+    """422 (htmx swaps it in): the list with this policy's edit open, the rule and reason as typed
+    and each field's error beside it."""
+    context = _policies_context(request, workspace)
+    context["typed"] = {
+        "policy": policy_id,
+        "rule": request.POST.get("rule", ""),
+        "reason": request.POST.get("reason", ""),
+        "detail": exc.detail,
+        "fields": exc.fields,
+    }
+    return render(request, _template(request, "review/policies.html", "list"), context, status=422)
 
 
 # --- Knowledge graph ----------------------------------------------------------------------

@@ -193,6 +193,22 @@ def _already_decided(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
     return response
 
 
+def _refused_input(
+    request: HttpRequest, kind: str, pk: int, form: QueueDecisionForm, detail: str, fields: dict[str, list[str]]
+) -> HttpResponse:
+    """422: the whole detail again with what was typed and each field's error beside it."""
+    context = _detail_context(request, kind, pk)
+    data = getattr(form, "cleaned_data", {})
+    typed = {
+        "reason": data.get("reason", ""),
+        "edited_text": data.get("edited_text") or data.get("text", ""),
+        "on_restatement": data.get("on_restatement") or "keep",
+        "action": data.get("action", ""),
+    }
+    context.update(error=detail, error_fields=fields, typed=typed)
+    return _render_item(request, context, status=422)
+
+
 @login_required
 @require_POST
 def queue_decide(request: HttpRequest, kind: str, pk: str) -> HttpResponse:
@@ -210,23 +226,21 @@ def queue_decide(request: HttpRequest, kind: str, pk: str) -> HttpResponse:
         return _already_decided(request, kind, item_pk)
     form = QueueDecisionForm(request.POST, kind=kind)
     if not form.is_valid():
-        return HttpResponse("Unknown action for this item.", status=400)
+        if "action" in form.errors:
+            return HttpResponse("Unknown action for this item.", status=400)
+        fields = {name: [str(e) for e in errors] for name, errors in form.errors.items()}
+        return _refused_input(
+            request, kind, item_pk, form, "The decision needs a reason; see beside the field.", fields
+        )
     try:
         outcome = _decide(entry, Actor.of_user(request.user), form)
     except StateConflict:
         return _already_decided(request, kind, item_pk)
     except InsufficientPermission as exc:
+        # Shown by the page's one handler for refused htmx requests, next to the button pressed.
         return HttpResponse(exc.detail, status=403, content_type="text/plain; charset=utf-8")
     except EngramError as exc:
-        context = _detail_context(request, kind, item_pk)
-        typed = {
-            "reason": form.cleaned_data["reason"],
-            "edited_text": form.edit,
-            "on_restatement": form.cleaned_data["on_restatement"] or "keep",
-            "action": form.cleaned_data["action"],
-        }
-        context.update(error=exc.detail, error_fields=exc.fields, typed=typed)
-        return _render_item(request, context, status=422)
+        return _refused_input(request, kind, item_pk, form, exc.detail, exc.fields)
     if not _is_htmx(request):
         messages.success(request, outcome.headline)
         return redirect("review:queue-detail", kind=kind, pk=item_pk)

@@ -5,8 +5,11 @@
  * - after a decision (`engram:decided` {kind, id} in HX-Trigger) the entry is marked done, what
  *   happened is kept above the detail (#last-outcome), and the next entry is opened;
  * - checked boxes and the bulk reason survive a refresh, and the 15 s poll waits while any is in use;
- * - keys: j/k next/previous, a approve, d deny reason (Enter denies), e edit (Ctrl+Enter saves
- *   and approves), x check the current entry, Escape leaves a field. Ignored while typing. */
+ * - keys: j/k next/previous, x check the current entry, Escape leaves a field; the item's own
+ *   keys come from its buttons (issue 37): data-key clicks, data-key-confirm asks first,
+ *   data-key-needs="reason" focuses the reason and Ctrl+Enter decides once one is typed,
+ *   data-key-focus="edit" focuses the edit and Ctrl+Enter saves. Enter alone never decides.
+ *   The legend (#item-keys) lists exactly the keys of the item shown. Ignored while typing. */
 (function () {
   "use strict";
 
@@ -142,14 +145,10 @@
   document.addEventListener("htmx:afterSettle", function (event) {
     if (!isDetail(event.detail.target)) return;
     settling = false;
+    armed = null;
+    showItemKeys();
     runDeferred();
   });
-
-  function click(selector) {
-    var el = detail() && detail().querySelector(selector);
-    if (el && !el.disabled) el.click();
-    return el;
-  }
 
   function focusField(selector) {
     var el = detail() && detail().querySelector(selector);
@@ -161,19 +160,80 @@
     return el;
   }
 
+  /* The item's decision keys: its enabled buttons that carry data-key. */
+  function keyButtons() {
+    var root = detail();
+    if (!root) return [];
+    return Array.prototype.filter.call(root.querySelectorAll("button[data-key]"), function (b) {
+      return !b.matches(":disabled");
+    });
+  }
+
+  /* The legend shows exactly the keys of the item in front of the reviewer. */
+  function showItemKeys() {
+    var legend = document.getElementById("item-keys");
+    if (!legend) return;
+    legend.textContent = "";
+    keyButtons().forEach(function (b) {
+      var how = b.dataset.keyNeeds ? " (type the reason, then Ctrl+Enter)" : b.dataset.keyConfirm ? " (asks first)" : "";
+      var kbd = document.createElement("kbd");
+      kbd.textContent = b.dataset.key;
+      legend.append(" · ", kbd, " " + b.dataset.keyLabel + how);
+    });
+  }
+
+  /* Said beside the reason when Ctrl+Enter comes with none typed. */
+  function hint(field, text) {
+    var el = field.parentNode.querySelector("[data-testid=key-hint]");
+    if (!el) {
+      el = document.createElement("span");
+      el.className = "field-error";
+      el.setAttribute("data-testid", "key-hint");
+      el.setAttribute("role", "alert");
+      field.insertAdjacentElement("afterend", el);
+    }
+    el.textContent = text;
+  }
+
+  var armed = null; // the button a reason-needing key chose; Ctrl+Enter in the reason presses it
+
+  function pressKey(button) {
+    if (button.dataset.keyNeeds) {
+      armed = button;
+      focusField("[data-field=" + button.dataset.keyNeeds + "]");
+    } else if (button.dataset.keyFocus) {
+      focusField("[data-field=" + button.dataset.keyFocus + "]");
+    } else if (!button.dataset.keyConfirm || window.confirm(button.dataset.keyConfirm)) {
+      button.click();
+    }
+  }
+
+  /* Ctrl+Enter in a field: the decision its key chose, and for a reason only once one is typed. */
+  function decideFrom(field) {
+    var name = field.dataset.field;
+    var button = keyButtons().filter(function (b) {
+      return name === "reason" ? b === armed || (!armed && b.dataset.keyNeeds === "reason") : b.dataset.keyFocus === name;
+    })[0];
+    if (!button) return;
+    if (name === "reason" && !field.value.trim()) {
+      hint(field, "Type the reason first: " + button.dataset.keyLabel + " needs one.");
+      return;
+    }
+    button.click();
+  }
+
   document.addEventListener("keydown", function (event) {
     var target = event.target;
     if (typing(target)) {
       if (event.key === "Escape") {
         target.blur();
         event.preventDefault();
-      } else if (event.key === "Enter" && target.matches("[data-field=reason]") && !event.shiftKey) {
-        // Enter in the deny reason denies (never the form's first button, which approves).
+      } else if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && target.matches("#detail [data-field]")) {
         event.preventDefault();
-        click("[data-action=deny]");
-      } else if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && target.matches("[data-field=edit]")) {
+        decideFrom(target);
+      } else if (event.key === "Enter" && target.matches("#detail form.decide input")) {
+        // Enter alone would submit the form with its first button (approve): it decides nothing.
         event.preventDefault();
-        click("[data-action=edit]");
       }
       return;
     }
@@ -181,9 +241,6 @@
     switch (event.key) {
       case "j": move(1); break;
       case "k": move(-1); break;
-      case "a": act(function () { click("[data-action=approve]"); }); break;
-      case "d": act(function () { focusField("[data-field=reason]"); }); break;
-      case "e": act(function () { focusField("[data-field=edit]"); }); break;
       case "x": {
         var box = entryFor(currentKey) && entryFor(currentKey).querySelector("input[name=items]");
         if (box) {
@@ -192,7 +249,14 @@
         }
         break;
       }
-      default: return;
+      default: {
+        var key = event.key;
+        if (!/^[a-z0-9]$/.test(key) || !detail() || !detail().querySelector("button[data-key]")) return;
+        act(function () {
+          var button = keyButtons().filter(function (b) { return b.dataset.key === key; })[0];
+          if (button) pressKey(button);
+        });
+      }
     }
     event.preventDefault(); // the key must not also type into a field just focused
   });
@@ -216,6 +280,7 @@
     var here = location.pathname.match(ITEM_PATH);
     var li = here ? entryFor(here[1] + "-" + here[2]) : document.querySelector("#queue .queue-entry.is-current");
     if (li) markCurrent(li);
+    showItemKeys();
     document.querySelectorAll("#queue input[name=items]:checked").forEach(function (box) { checked.add(box.value); });
   });
 

@@ -20,7 +20,7 @@ pytestmark = [
 # Waits until the detail shows an undecided item other than those already done; returns its key.
 LOADED_ITEM = """done => {
   const a = document.querySelector('#detail article[data-testid=queue-detail]:not(.is-decided)');
-  if (!a || !a.querySelector('[data-action=approve]')) return false;
+  if (!a || !a.querySelector('button[data-key]')) return false;
   const key = a.dataset.kind + '-' + a.dataset.id;
   return done.includes(key) ? false : key;
 }"""
@@ -45,8 +45,9 @@ def decided(kind: str, pk: int) -> bool:
 
 def review_with_keys(page, plan: dict[str, tuple[str, str]], *, shots: dict[int, str] | None = None) -> list[str]:
     """Press j once, then decide every item the queue opens next with the keyboard alone:
-    `plan[key] = (action, text)` with action approve (a), deny (d, reason, Enter) or edit (e,
-    new wording, Ctrl+Enter). Returns the keys in the order they were decided."""
+    `plan[key] = (action, text)` with action approve (a), deny (d, reason, Ctrl+Enter), edit (e,
+    new wording, Ctrl+Enter) or both true (b, then accept the confirmation). Returns the keys in
+    the order they were decided."""
     done: list[str] = []
     page.keyboard.press("j")
     for n in range(len(plan)):
@@ -61,7 +62,10 @@ def review_with_keys(page, plan: dict[str, tuple[str, str]], *, shots: dict[int,
             page.keyboard.press("d")
             page.wait_for_function(FOCUSED, arg="[data-field=reason]")
             page.keyboard.type(text)
-            page.keyboard.press("Enter")
+            page.keyboard.press("Control+Enter")
+        elif action == "both":
+            page.once("dialog", lambda dialog: dialog.accept())
+            page.keyboard.press("b")
         else:
             page.keyboard.press("e")
             page.wait_for_function(FOCUSED, arg="[data-field=edit]")
@@ -176,7 +180,7 @@ def test_done_when_a_reviewer_processes_20_mixed_items_keyboard_only(world, live
         plan[f"candidate-{c.pk}"] = ("edit", f"Edited rule {i}: deploy with make deploy-{i}.")
     for i in range(2):
         conflict = possible(world.coder, domains[i], f"pc{i}", f"Retries: three ({i}).", f"Retries: five ({i}).")
-        plan[f"possible-{conflict.pk}"] = ("approve", "")
+        plan[f"possible-{conflict.pk}"] = ("both", "")
     keep = challenged(world.planner, world.architecture, "ttl", "The cache TTL is 60 seconds.")
     drop = challenged(world.planner, world.conventions, "port", "The dev server listens on 8000.")
     plan[f"challenged-{keep.pk}"] = ("approve", "")
