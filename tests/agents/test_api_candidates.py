@@ -11,30 +11,14 @@ from memory.actors import Actor
 from memory.models import AuditEvent, Candidate, Fact, PromotionDecision, Replay
 from memory.services.promotion import approve_candidate
 from memory.services.tenancy import set_grant
+from tests.agents.samples import RULE, candidate_document
 from tests.conftest import client_for
 from tests.factories import AgentFactory, DomainFactory
 
 # People decide candidates of the domains they review (issue 16).
 pytestmark = pytest.mark.usefixtures("reviewer_reviews_world_domains")
 
-RULE = "When a public API response schema changes, update the contract artifact and the verifier evidence together."
-DOC: dict[str, Any] = {
-    "schema": "awtl.memory_candidate.v2",
-    "candidate_id": "memcand-demo-a",
-    "failure_class": "agent_failure",
-    "failure_type": "contract_mismatch",
-    "source_action_ids": ["action-12"],
-    "root_cause_summary": "Public response shape changed without updating contract evidence.",
-    "proposed_memory": RULE,
-    "scope": {"applies_to": ["public_api", "contract_change"], "does_not_apply_to": ["internal_refactor"]},
-    "evidence_refs": ["judge:contract-verifier", "artifact:contract-output"],
-    "verification_probe_candidate": "public-contract-regression",
-    "promotion_status": "candidate",
-    "requires_human_review": False,
-    "domain": "context",
-    "repo": "web",
-    "topic": "contracts",
-}
+DOC: dict[str, Any] = candidate_document()
 GATE_NAMES = {
     "failure_class",
     "evidence",

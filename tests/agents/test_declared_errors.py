@@ -31,28 +31,19 @@ from memory.models import Workspace
 from memory.services import locking
 from memory.services.tenancy import set_grant
 from review.services import reject_review
+from tests.agents.samples import candidate_document
 from tests.conftest import client_for
 from tests.factories import AgentFactory, CandidateFactory, FactFactory, PolicyFactory
 from tests.review.samples import FILES, OUTPUT
 
 SYSTEM = Actor.system("test")
-RULE = "When a public API response schema changes, update the contract artifact and the verifier evidence."
-CANDIDATE_DOC = {
-    "schema": "awtl.memory_candidate.v2",
-    "candidate_id": "memcand-declared",
-    "failure_class": "agent_failure",
-    "failure_type": "contract_mismatch",
-    "source_action_ids": ["action-12"],
-    "root_cause_summary": "Public response shape changed without updating contract evidence.",
-    "proposed_memory": RULE,
-    "scope": {"applies_to": ["public_api"], "does_not_apply_to": ["internal_refactor"]},
-    "evidence_refs": ["judge:contract-verifier", "artifact:contract-output"],
-    "verification_probe_candidate": "public-contract-regression",
-    "promotion_status": "candidate",
-    "requires_human_review": False,
-    "domain": "architecture",
-    "topic": "contracts",
-}
+CANDIDATE_DOC = candidate_document(
+    candidate_id="memcand-declared",
+    scope={"applies_to": ["public_api"], "does_not_apply_to": ["internal_refactor"]},
+    domain="architecture",
+    repo=None,
+)
+del CANDIDATE_DOC["repo"]
 FACT = {"domain": "architecture", "topic": "deploys", "content": "Deploys run on Tuesdays.", "memory_type": "decision"}
 MISSING = 999_999
 

@@ -13,30 +13,19 @@ from agents.services import revoke_agent
 from memory.actors import Actor
 from memory.models import AuditEvent, Candidate, Fact, PromotionDecision, Replay
 from memory.services.promotion import approve_candidate, compute_gates, record_replay
+from tests.agents.samples import PROBE, candidate_document
 from tests.conftest import client_for
 from tests.factories import AgentFactory
 
 # People decide candidates of the domains they review (issue 16).
 pytestmark = pytest.mark.usefixtures("reviewer_reviews_world_domains")
 
-RULE = "When a public API response schema changes, update the contract artifact and the verifier evidence together."
-PROBE = "public-contract-regression"
-DOC: dict[str, Any] = {
-    "schema": "awtl.memory_candidate.v2",
-    "candidate_id": "memcand-trust",
-    "failure_class": "agent_failure",
-    "failure_type": "contract_mismatch",
-    "source_action_ids": ["action-12"],
-    "root_cause_summary": "Public response shape changed without updating contract evidence.",
-    "proposed_memory": RULE,
-    "scope": {"applies_to": ["public_api"], "does_not_apply_to": ["internal_refactor"]},
-    "evidence_refs": ["judge:contract-verifier"],
-    "verification_probe_candidate": PROBE,
-    "requires_human_review": False,
-    "domain": "context",
-    "repo": "web",
-    "topic": "contracts",
-}
+DOC: dict[str, Any] = candidate_document(
+    candidate_id="memcand-trust",
+    scope={"applies_to": ["public_api"], "does_not_apply_to": ["internal_refactor"]},
+    evidence_refs=["judge:contract-verifier"],
+)
+del DOC["promotion_status"]
 AUTO_WRITE = {"write": True, "auto": True}
 
 
