@@ -649,10 +649,21 @@ def ingest_facts(
         if isinstance(next_batch, BaseException):
             raise next_batch
         batch, vectors = next_batch
-        read_before_locking(
-            [((i.domain.pk, i.data.topic), i.data.content, v) for i, v in zip(batch, vectors, strict=True)]
+
+        def plan(_hint: None, batch: Sequence[IngestItem] = batch, vectors: list[Meaning] = vectors) -> None:
+            read_before_locking(
+                [((i.domain.pk, i.data.topic), i.data.content, v) for i, v in zip(batch, vectors, strict=True)]
+            )
+
+        # Through write_planned like every write: a pair the plan did not read (a neighbour an
+        # earlier item of the batch changed) is read outside the transaction, then written again.
+        written = write_planned(
+            plan,
+            lambda _, batch=batch, vectors=vectors: _ingest_batch(batch, vectors, by),
+            domains=lambda _: (),  # _ingest_batch locks every domain of the batch in one statement
+            changed=StateConflict("The domains kept changing while the import was written.", code="domain_busy"),
         )
-        for result in _ingest_batch(batch, vectors, by):
+        for result in written:
             assert isinstance(result, ProposalResult)  # without `refusals`, a refusal raises
             counts[result.outcome] = counts.get(result.outcome, 0) + 1
         if progress is not None:

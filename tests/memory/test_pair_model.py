@@ -330,3 +330,31 @@ def test_an_import_runs_the_pair_model_before_it_takes_its_locks(monkeypatch, wo
     ]
     counts = ingest_facts(items=items, by=by)
     assert calls and sum(counts.values()) == 1
+
+
+def test_an_import_reads_a_pair_its_plan_missed_outside_the_transaction_and_writes(monkeypatch, world, settings):
+    """A pair the plan did not read (here: the plan reads nothing, as when an earlier item of the
+    batch changed an item's neighbours) is read outside the transaction and the batch written
+    again; it used to fail the import with NeedsInference (found by `make bench`'s ingest)."""
+    from memory.services import facts
+    from memory.services.facts import FactInput, IngestItem, ingest_facts, propose_fact
+
+    settings.ENGRAM_PAIR_MODEL = True
+    by = Actor.of_agent(world.coder)
+    data = dict(topic="freeze", memory_type="convention")
+    propose_fact(
+        domain=world.architecture,
+        data=FactInput(content="Deploy freezes start 48 hours before a release.", **data),
+        by=by,
+    )
+    calls = outside_transactions(monkeypatch)
+    monkeypatch.setattr(facts, "read_before_locking", lambda items: None)
+    items = [
+        IngestItem(
+            domain=world.architecture,
+            data=FactInput(content="Deploy freezes start 36 hours before each release.", **data),
+        )
+    ]
+    counts = ingest_facts(items=items, by=by)
+    assert calls, "the missed pair was never read"
+    assert sum(counts.values()) == 1
