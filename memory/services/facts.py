@@ -655,11 +655,16 @@ def ingest_facts(
                 [((i.domain.pk, i.data.topic), i.data.content, v) for i, v in zip(batch, vectors, strict=True)]
             )
 
+        def write(
+            _plan: None, batch: Sequence[IngestItem] = batch, vectors: list[Meaning] = vectors
+        ) -> list[ProposalResult | EngramError]:
+            return _ingest_batch(batch, vectors, by)
+
         # Through write_planned like every write: a pair the plan did not read (a neighbour an
         # earlier item of the batch changed) is read outside the transaction, then written again.
         written = write_planned(
             plan,
-            lambda _, batch=batch, vectors=vectors: _ingest_batch(batch, vectors, by),
+            write,
             domains=lambda _: (),  # _ingest_batch locks every domain of the batch in one statement
             changed=StateConflict("The domains kept changing while the import was written.", code="domain_busy"),
         )
