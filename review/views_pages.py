@@ -192,18 +192,22 @@ def policies(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_POST
 def policy_budget(request: HttpRequest, slug: str) -> HttpResponse:
-    """A workspace admin sets how many characters the active policies may add to every dispatch."""
+    """A workspace admin sets how many characters the active policies may add to every dispatch.
+    Refused: 422 (htmx swaps it in) with the value as typed and the error beside the field."""
     workspace = workspace_for(request.user, slug)
     if not is_workspace_admin(request.user, workspace):
         return HttpResponseForbidden("Only workspace admins change the policy budget.")
     raw = request.POST.get("policy_budget_chars", "").strip()
     chars = int(raw) if raw.isdecimal() and len(raw) <= 9 else -1  # anything else is refused by the service
+    template = _template(request, "review/policies.html", "list")
     try:
         workspace = set_policy_budget(workspace=workspace, chars=chars, by=Actor.of_user(request.user))
-        messages.success(request, f"Policy budget set to {workspace.policy_budget_chars} characters.")
     except EngramError as exc:
-        messages.error(request, " ".join(exc.fields.get("policy_budget_chars") or [exc.detail]))
-    return render(request, _template(request, "review/policies.html", "list"), _policies_context(request, workspace))
+        context = _policies_context(request, workspace)
+        context["typed_budget"] = {"value": raw, "errors": exc.fields.get("policy_budget_chars") or [exc.detail]}
+        return render(request, template, context, status=422)
+    messages.success(request, f"Policy budget set to {workspace.policy_budget_chars} characters.")
+    return render(request, template, _policies_context(request, workspace))
 
 
 @login_required

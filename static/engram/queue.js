@@ -182,19 +182,6 @@
     });
   }
 
-  /* Said beside the reason when Ctrl+Enter comes with none typed. */
-  function hint(field, text) {
-    var el = field.parentNode.querySelector("[data-testid=key-hint]");
-    if (!el) {
-      el = document.createElement("span");
-      el.className = "field-error";
-      el.setAttribute("data-testid", "key-hint");
-      el.setAttribute("role", "alert");
-      field.insertAdjacentElement("afterend", el);
-    }
-    el.textContent = text;
-  }
-
   var armed = null; // the button a reason-needing key chose; Ctrl+Enter in the reason presses it
 
   function pressKey(button) {
@@ -216,7 +203,10 @@
     })[0];
     if (!button) return;
     if (name === "reason" && !field.value.trim()) {
-      hint(field, "Type the reason first: " + button.dataset.keyLabel + " needs one.");
+      // Said beside the reason (alerts.js, loaded by base.html).
+      window.EngramAlerts.show(field, "Type the reason first: " + button.dataset.keyLabel + " needs one.", {
+        testid: "key-hint", className: "field-error", tag: "span"
+      });
       return;
     }
     button.click();
