@@ -81,9 +81,10 @@ def queue(
 ) -> tuple[list[QueueEntry], dict[str, int]]:
     """Entries filtered by workspace, domain, kind, agent and age, newest (default) or oldest
     first, at most `limit` of each kind (LIST_LIMIT; 0: none, the counts only), and the count of
-    each kind over every filtered item, listed or not. With `pk`, only the item of that primary
-    key (entry_for): an item past the list is as much the person's as a listed one. A bounded
-    number of queries whatever the queue's length."""
+    each kind over every item the other filters leave, listed or not: the kind filter narrows
+    the list, not the counts (issue 37). With `pk`, only the item of that primary key, of the
+    filtered kind alone (entry_for): an item past the list is as much the person's as a listed
+    one. A bounded number of queries whatever the queue's length."""
     limit = LIST_LIMIT if limit is None else limit
     domain_ids = reviewable_domain_ids(user)
     workspaces = access.workspaces(user, "view")
@@ -96,14 +97,19 @@ def queue(
     since = None
     if params.get("age", "").isdecimal():  # a century at most: further back is before year 1
         since = timezone.now() - timedelta(days=min(int(params["age"]), MAX_AGE_DAYS))
-    kinds = [params["kind"]] if params.get("kind") in KINDS else list(KINDS)
+    listed = [params["kind"]] if params.get("kind") in KINDS else list(KINDS)
+    kinds = listed if pk is not None else list(KINDS)
     oldest = params.get("order") == "oldest"
     agent = params.get("agent") or None
     entries: list[QueueEntry] = []
     counts = dict.fromkeys(KINDS, 0)
 
+    def cap(kind: str) -> int:
+        """How many of this kind to list: a kind the filter leaves out is counted only."""
+        return limit if kind in listed else 0
+
     def take(kind: str, items: QuerySet[Any], moment: str, by_agent: Q) -> list[Any]:
-        """The first `limit` items in the page's order (counted, all of them, when there are more)."""
+        """The first `cap` items in the page's order (counted, all of them, when there are more)."""
         if since:
             items = items.filter(**{f"{moment}__lt": since})
         if agent:
@@ -111,8 +117,9 @@ def queue(
         if pk is not None:
             items = items.filter(pk=pk)
         ordered = items.order_by(*((moment, "id") if oldest else (f"-{moment}", "-id")))
-        first = list(ordered[:limit]) if limit else []
-        counts[kind] = len(first) if len(first) < limit else items.count()
+        most = cap(kind)
+        first = list(ordered[:most]) if most else []
+        counts[kind] = len(first) if len(first) < most else items.count()
         return first
 
     if "remember" in kinds and not params.get("domain"):
@@ -135,13 +142,14 @@ def queue(
         ]
     if "candidate" in kinds:
         # Every candidate waiting on a person or a replay, approved-but-held ones too (issue 18).
+        most = cap("candidate")
         candidates = (
-            waiting_candidates(workspaces, domain_ids, since=since, limit=limit, oldest=oldest, agent=agent, pk=pk)
-            if limit
+            waiting_candidates(workspaces, domain_ids, since=since, limit=most, oldest=oldest, agent=agent, pk=pk)
+            if most
             else []
         )
         counts["candidate"] = len(candidates)
-        if len(candidates) >= limit:  # more may wait: count them (their gates are read in Python)
+        if len(candidates) >= most:  # more may wait: count them (their gates are read in Python)
             counts["candidate"] = len(
                 waiting_candidates(
                     workspaces, domain_ids, since=since, limit=QUEUE_SIZE_MAX_CANDIDATES, agent=agent, pk=pk

@@ -9,9 +9,10 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
+from django.core.paginator import Page, Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
@@ -57,33 +58,61 @@ POSSIBLE_ACTIONS = {
 }
 
 
-# The list's own parameters: the filters, the order and the page (the item pages' URLs carry them too).
+# The list's own parameters: the filters and the order. With the page, the item pages' URLs and
+# the decisions' carry them too, so a reload, "back to the list" or the next item keeps the place.
 LIST_PARAMS = ("workspace", "kind", "domain", "agent", "age", "order")
 PAGE_SIZE = 25
 
 
+def _list_params(request: HttpRequest) -> dict[str, str]:
+    """The list's filters and order as the request's query string names them."""
+    return {name: request.GET[name] for name in LIST_PARAMS if request.GET.get(name)}
+
+
+def _list_query(params: dict[str, str], page: int) -> str:
+    """The query string that brings the list back: its filters and order, its page past the first."""
+    return urlencode({**params, "page": str(page)} if page > 1 else params)
+
+
+def _asked_list_query(request: HttpRequest) -> str:
+    """The list's query string as the request carries it, for a fragment that does not read the
+    list (an item's detail, a decision's outcome): the next full page corrects what changed."""
+    raw = request.GET.get("page", "")
+    return _list_query(_list_params(request), int(raw) if raw.isdecimal() and len(raw) < 10 else 1)
+
+
+def _list_page(entries: list[QueueEntry], asked: str | None, item_key: str | None) -> Page:
+    """The page asked for; on an item's page, the page that holds the item whichever was asked
+    (decisions and new items move entries between pages after a link is made)."""
+    pages = Paginator(entries, PAGE_SIZE)
+    at = next((i for i, e in enumerate(entries) if e.key == item_key), None) if item_key else None
+    return pages.page(at // PAGE_SIZE + 1) if at is not None else pages.get_page(asked)
+
+
 def _queue_context(request: HttpRequest, current_key: str | None = None) -> dict:
-    """The list beside every queue page: one page of entries (PAGE_SIZE), the counts over all
-    filtered entries, the filter choices (only what the person may see) and the query string
-    that keeps filters and page on refresh. `current_key` ("<kind>-<pk>") is highlighted; an
-    htmx refresh names it in `current`."""
-    source = request.GET if request.method == "GET" else request.POST
-    params = {name: source.get(name, "") for name in LIST_PARAMS if source.get(name)}
+    """The list beside every queue page: one page of entries (PAGE_SIZE), the counts of every kind
+    over the items the other filters leave (the kind filter narrows the list, not the counts), the
+    filter choices (only what the person may see) and the query string that keeps filters, order
+    and page on refresh and in the items' links. On an item's page `current_key` ("<kind>-<pk>")
+    is highlighted on the page that holds it (`current_listed`: False when the filters leave it
+    out); an htmx refresh names the highlighted entry in `current` and stays on its page."""
+    params = _list_params(request)
     entries, counts = queue(request.user, params)
+    page = _list_page(entries, request.GET.get("page"), current_key)
     listed = Counter(e.kind for e in entries)
-    page = Paginator(entries, PAGE_SIZE).get_page(source.get("page"))
-    filters = urlencode(params)
+    shown = [params["kind"]] if params.get("kind") in KINDS else list(KINDS)
     domains, agents = filter_choices(request.user)
     return {
         "entries": list(page),
         "page_obj": page,
         "counts": counts,
         # Set when a kind has more items than the list holds (selectors_queue.LIST_LIMIT).
-        "list_limit": selectors_queue.LIST_LIMIT if any(counts[k] > listed[k] for k in counts) else None,
+        "list_limit": selectors_queue.LIST_LIMIT if any(counts[k] > listed[k] for k in shown) else None,
         "params": params,
-        "filter_query": filters,
-        "list_query": urlencode({**params, "page": str(page.number)}) if page.number > 1 else filters,
-        "current_key": current_key or source.get("current", ""),
+        "filter_query": urlencode(params),
+        "list_query": _list_query(params, page.number),
+        "current_key": current_key or request.GET.get("current", ""),
+        "current_listed": any(e.key == current_key for e in entries),
         "bulk_kinds": BULK_KINDS,
         "kinds": KINDS,
         "workspaces": access.workspaces(request.user, "view"),
@@ -94,7 +123,7 @@ def _queue_context(request: HttpRequest, current_key: str | None = None) -> dict
 
 @login_required
 def queue_page(request: HttpRequest) -> HttpResponse:
-    name = "review/queue.html#queue" if request.htmx and not request.htmx.boosted else "review/queue.html"  # type: ignore[attr-defined]
+    name = "review/queue.html#queue" if _is_htmx(request) else "review/queue.html"
     return render(request, name, _queue_context(request))
 
 
@@ -151,16 +180,29 @@ def _detail_context(request: HttpRequest, kind: str, pk: int) -> dict:
 
 
 def _is_htmx(request: HttpRequest) -> bool:
-    return bool(request.htmx and not request.htmx.boosted)  # type: ignore[attr-defined]
+    """A fragment is answered: htmx asks, and not for a whole page (a boosted link, or the history
+    restoring a page it no longer holds)."""
+    htmx = request.htmx  # type: ignore[attr-defined]
+    return bool(htmx and not htmx.boosted and not htmx.history_restore_request)
 
 
 def _render_item(request: HttpRequest, context: dict[str, Any], *, status: int = 200) -> HttpResponse:
     """The detail fragment for htmx; else the whole queue page with this item open and marked in
-    the list (an item's URL can be bookmarked, shared, opened in a tab)."""
+    the list, on the page that holds it, with the filters its URL carries (an item's URL can be
+    reloaded, bookmarked, shared, opened in a tab)."""
     if _is_htmx(request):
-        return render(request, "review/queue_detail.html", context, status=status)
+        return render(
+            request, "review/queue_detail.html", {**context, "list_query": _asked_list_query(request)}, status=status
+        )
     full = {**_queue_context(request, current_key=f"{context['kind']}-{context['pk']}"), **context}
     return render(request, "review/queue_item.html", full, status=status)
+
+
+def _item_redirect(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
+    """Back to the item's page after a plain form POST, the list as the form's URL left it."""
+    query = _asked_list_query(request)
+    url = reverse("review:queue-detail", kwargs={"kind": kind, "pk": pk})
+    return redirect(f"{url}?{query}" if query else url)
 
 
 @login_required
@@ -186,8 +228,8 @@ def _already_decided(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
     )
     if not _is_htmx(request):
         messages.error(request, message)
-        return redirect("review:queue-detail", kind=kind, pk=pk)
-    context["conflict_message"] = message
+        return _item_redirect(request, kind, pk)
+    context.update(conflict_message=message, list_query=_asked_list_query(request))
     response = render(request, "review/queue_detail.html", context, status=409)
     response["HX-Trigger"] = json.dumps({"queue-changed": True})
     return response
@@ -243,11 +285,18 @@ def queue_decide(request: HttpRequest, kind: str, pk: str) -> HttpResponse:
         return _refused_input(request, kind, item_pk, form, exc.detail, exc.fields)
     if not _is_htmx(request):
         messages.success(request, outcome.headline)
-        return redirect("review:queue-detail", kind=kind, pk=item_pk)
+        return _item_redirect(request, kind, item_pk)
     response = render(
         request,
         "review/queue_detail.html",
-        {"entry": entry, "kind": kind, "pk": item_pk, "outcome": outcome, "fresh": True},
+        {
+            "entry": entry,
+            "kind": kind,
+            "pk": item_pk,
+            "outcome": outcome,
+            "fresh": True,
+            "list_query": _asked_list_query(request),
+        },
     )
     response["HX-Trigger"] = _trigger(kind, item_pk)
     return response

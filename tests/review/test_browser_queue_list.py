@@ -122,7 +122,7 @@ def test_a_checked_box_survives_the_lists_refresh_and_the_detail_stays_in_view(w
     last.get_by_role("link").click()
     expect(page.locator(f"#detail #item-candidate-{made[-1].pk}")).to_be_visible()
     expect(last).to_have_class("queue-entry is-current")
-    assert page.url.endswith(f"/review/candidate/{made[-1].pk}/")
+    assert page.url.endswith(f"/review/candidate/{made[-1].pk}/?order=oldest")  # the list's order kept
     box = page.locator("#detail").bounding_box()
     assert box is not None and 0 <= box["y"] < 900, box  # in the viewport, not 2,000 px above
     # Another reviewer's decision refreshes the list (queue-changed); the check and highlight stay.
