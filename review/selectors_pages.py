@@ -8,6 +8,7 @@ from typing import Any
 
 from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db.models import F, Q, QuerySet
+from django.urls import reverse
 
 from memory import decay
 from memory.models import AccessGrant, AuditEvent, Conflict, EpisodeFact, Fact, MemoryDomain, Policy, Role, Workspace
@@ -165,10 +166,27 @@ def policies_page(user: Any, workspace: Workspace) -> dict[str, Any]:
     return {"policies": policies, "budget": policy_budget(workspace)}
 
 
+GRAPH_FACT_LIMIT = 200  # the graph draws at most this many facts; the page says when there are more
+GRAPH_EPISODE_LINKS = 400
+GRAPH_LABEL_WORDS = 6
+GRAPH_LABEL_CHARS = 40
+
+
+def graph_label(text: str) -> str:
+    """A fact's label on the graph: its first words, cut at a word, marked with … when cut."""
+    words = text.split()
+    label = " ".join(words[:GRAPH_LABEL_WORDS])
+    if len(label) > GRAPH_LABEL_CHARS:
+        label = label[:GRAPH_LABEL_CHARS].rsplit(" ", 1)[0] or label[:GRAPH_LABEL_CHARS]
+    return label if label == " ".join(words) else f"{label}…"
+
+
 def graph_data(
-    user: Any, workspace: Workspace, *, domain_id: int | None = None, q: str = "", limit: int = 120
+    user: Any, workspace: Workspace, *, domain_id: int | None = None, q: str = "", limit: int = GRAPH_FACT_LIMIT
 ) -> dict[str, Any]:
-    """Nodes (facts, episodes) and edges (supersession, conflict, episode links) for Cytoscape."""
+    """Nodes and edges for Cytoscape: each domain a parent node holding its facts, episodes beside
+    them; supersession, conflict and episode edges. At most `limit` facts, the most recently
+    mentioned; `facts` says how many were drawn of how many match."""
     domains = reviewable_domains(user, workspace)
     facts_qs = (
         Fact.objects.filter(workspace=workspace, domain__in=_ids(domains))
@@ -180,16 +198,23 @@ def graph_data(
     if q.strip():
         facts_qs = facts_qs.filter(search_vector=SearchQuery(q, config="english", search_type="websearch"))
     facts = list(facts_qs.order_by("-last_mentioned_at")[:limit])
+    total = facts_qs.count() if len(facts) == limit else len(facts)
     ids = {f.pk for f in facts}
+    in_graph = {f.domain_id: f.domain for f in facts}
     nodes: list[dict[str, Any]] = [
+        {"data": {"id": f"d{d.pk}", "label": d.label, "kind": "domain"}}
+        for d in sorted(in_graph.values(), key=lambda d: d.label)
+    ]
+    nodes += [
         {
             "data": {
                 "id": f"f{f.pk}",
-                "label": f.content[:48],
+                "parent": f"d{f.domain_id}",
+                "label": graph_label(f.content),
                 "kind": "fact",
                 "status": f.status,
                 "superseded": f.superseded_by_id is not None,
-                "url": f"/memory/{workspace.slug}/facts/{f.pk}/",
+                "url": reverse("review:fact", args=[workspace.slug, f.pk]),
                 "domain": f.domain.label,
             }
         }
@@ -212,7 +237,9 @@ def graph_data(
         edges.append(
             {"data": {"id": f"c{c.pk}", "source": f"f{c.loser_id}", "target": f"f{c.winner_id}", "kind": "conflict"}}
         )
-    links = list(EpisodeFact.objects.filter(fact_id__in=ids, relation="written").select_related("episode")[:400])
+    links = list(
+        EpisodeFact.objects.filter(fact_id__in=ids, relation="written").select_related("episode")[:GRAPH_EPISODE_LINKS]
+    )
     seen_episodes: set[int] = set()
     for link in links:
         if link.episode_id not in seen_episodes:
@@ -236,4 +263,4 @@ def graph_data(
                 }
             }
         )
-    return {"nodes": nodes, "edges": edges}
+    return {"nodes": nodes, "edges": edges, "facts": {"shown": len(facts), "total": total}}
