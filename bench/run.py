@@ -12,7 +12,11 @@ In its own database (ENGRAM_DB_NAME=engram_bench, recreated), for each size:
      GET /healthz, and GET me/, an authenticated request that does nothing), a plain pgvector
      top-10 query (SQL only, precomputed vector) and PostgreSQL's own full-text top-10 (SQL
      only, every word required, by ts_rank), and HNSW recall@10 against exact search at
-     ef_search 40 / 100 / 200 / 400 (the database uses 200).
+     ef_search 40 / 100 / 200 / 400 (the database uses 200);
+  4. measure the query embedding alone (bench.run.embedding_baseline: as many processes as
+     clients, the server's encoder settings), and report each endpoint's overhead: its p50 minus
+     the p50s of its unavoidable parts (GET me/, the embedding, the top-10 SQL of each index it
+     reads), and its p95 / p50 (issue 38's targets).
 
 Options (environment): BENCH_SIZES=10000,100000  BENCH_SECONDS=12  BENCH_CLIENTS=1,2,4
   BENCH_WORKERS=3  BENCH_REPLICA=1 (0: the primary only)
@@ -54,6 +58,7 @@ from tqdm import tqdm  # noqa: E402
 from agents.services import create_agent, rotate_key  # noqa: E402
 from bench import corpus  # noqa: E402
 from bench.common import recreate_database  # noqa: E402
+from bench.overhead import HYBRID_VS_PGVECTOR, ME, OVERHEAD_TARGETS, TAIL_TARGET, overheads  # noqa: E402
 from memory.actors import Actor  # noqa: E402
 from memory.embeddings import embed_texts  # noqa: E402
 from memory.models import (  # noqa: E402
@@ -363,6 +368,38 @@ def hnsw_recall(vectors: list[list[float]]) -> dict[int, float]:
     return results
 
 
+def _embed_for(tasks: list[str], seconds: float, began_at: float) -> list[float]:
+    """In a process of its own, as a gunicorn worker embeds: the query encoder loaded and warmed,
+    then embed_text over `tasks` until `seconds` have passed from `began_at` (wall clock, shared by
+    every client so they overlap); ms per query."""
+    django.setup()
+    from memory.embeddings import embed_text
+
+    for task in tasks[:10]:
+        embed_text(task)
+    while time.time() < began_at:
+        time.sleep(0.01)
+    latencies, i = [], 0
+    while time.time() < began_at + seconds:
+        began = time.perf_counter()
+        embed_text(tasks[i % len(tasks)])
+        latencies.append((time.perf_counter() - began) * 1000)
+        i += 1
+    return latencies
+
+
+def embedding_baseline(tasks: list[str], clients: int = 2) -> dict:
+    """The query embedding alone (the server's encoder settings, no HTTP, no SQL), `clients`
+    processes at once as `clients` gunicorn workers would embed side by side."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    start = time.time() + 20  # every process has loaded its model by then
+    with context.Pool(clients) as pool:
+        parts = pool.starmap(_embed_for, [(tasks[c::clients], SECONDS, start) for c in range(clients)])
+    return summarise("query embedding", [ms for part in parts for ms in part], 0)
+
+
 # What any request costs on this machine, measured beside the endpoints: an unauthenticated health
 # check and an authenticated request that does nothing (key → agent, throttle, DRF, JSON).
 # A target below the floor leaves that much less for the search itself.
@@ -453,6 +490,7 @@ def measure(key: str, size: int, ingest_rate: float) -> dict:
     for clients in CLIENT_COUNTS:
         rows.append({**pgvector_baseline(vectors, clients), "clients": clients, "server": PRIMARY})
         rows.append({**fulltext_baseline(tasks, clients), "clients": clients, "server": PRIMARY})
+        rows.append({**embedding_baseline(tasks, clients), "clients": clients, "server": PRIMARY})
     if REPLICA:
         connections.close_all()
         with replica_env() as extra_env:
@@ -477,6 +515,29 @@ def measure(key: str, size: int, ingest_rate: float) -> dict:
 
 def _cell(row: dict | None) -> str:
     return f"{row['p50']:.1f} / {row['p95']:.1f} / {row['p99']:.1f}" if row else "—"
+
+
+def report_overheads(result: dict) -> None:
+    lines = overheads(result)
+    if not lines:
+        return
+    print(
+        f"\noverhead = p50 − (the p50s of {ME}, the query embedding and the top-10 SQL the endpoint needs), "
+        "same run, primary alone"
+    )
+    print(f"{'endpoint':<10}{'clients':>8}{'p50':>8}{'parts':>8}{'overhead':>10}{'target':>8}{'p95/p50':>9}  verdict")
+    for line in lines:
+        verdict = [
+            "overhead " + ("met" if line["overhead_met"] else "NOT met"),
+            f"p95 ≤ {TAIL_TARGET:g}× p50 " + ("met" if line["tail_met"] else "NOT met"),
+        ]
+        if "vs_pgvector" in line:
+            met = line["vs_pgvector"] <= HYBRID_VS_PGVECTOR
+            verdict.append(f"{line['vs_pgvector']:.1f}× pgvector ({'met' if met else 'NOT met'})")
+        print(
+            f"{line['name']:<10}{line['clients']:>8}{line['p50']:>8.1f}{line['floor']:>8.1f}{line['overhead']:>10.1f}"
+            f"{OVERHEAD_TARGETS[line['name']]:>8g}{line['tail']:>9.2f}  {'; '.join(verdict)}"
+        )
 
 
 def report(result: dict) -> None:
@@ -512,6 +573,7 @@ def report(result: dict) -> None:
             f"an authenticated request that does nothing: p95 {floor['p95']:.1f} ms at {TARGET_CLIENTS} clients; "
             f"what each target leaves for the work itself: {left}"
         )
+    report_overheads(result)
     loads = [r["load"] for r in result["rows"] if "load" in r]
     if loads:
         print(
