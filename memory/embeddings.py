@@ -21,7 +21,7 @@ import os
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
@@ -307,6 +307,22 @@ def embed_texts(texts: Sequence[str], *, batch_size: int | None = None, bulk: bo
 
 def embed_text(text: str) -> list[float]:
     return embed_texts([text])[0]
+
+
+_ahead: dict[int, ThreadPoolExecutor] = {}
+
+
+def embed_ahead(text: str) -> Future[list[float]]:
+    """embed_text(text) on a worker thread, so the caller's SQL runs meanwhile: onnxruntime, torch
+    and psycopg all release the GIL, and a search's lexical voice needs no vector (issue 38).
+    Refused inside a transaction, as embed_text is, on the calling thread. One pool per process:
+    a pool made before a fork would hand work to threads the child does not have."""
+    outside_transactions("embedding")
+    pool = _ahead.get(os.getpid())
+    if pool is None:
+        with _lock:
+            pool = _ahead.setdefault(os.getpid(), ThreadPoolExecutor(2, thread_name_prefix="engram-query-embed"))
+    return pool.submit(embed_text, text)
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 
 from memory import decay
-from memory.embeddings import embed_text
+from memory.embeddings import embed_ahead
 from memory.models import VERACITY_WEIGHT, Fact
 from memory.recalls import EPISODE_ID_SQL, open_episode, record_recall
 from memory.search import voices
@@ -352,8 +352,10 @@ def search_memory(
         found = voices.lexical_hits(scope, query, limit=lexical_limit, load=head, extra=reserve)
         lists["lexical"] = found.ranked
     else:
+        # The query's embedding is computed while the lexical voice's SQL runs (the same vector).
+        embedding = embed_ahead(query)
         lists["lexical"] = voices.lexical(scope, query, limit=lexical_limit)
-        vector = embed_text(query)
+        vector = embedding.result()
         lists["semantic"] = voices.semantic(scope, vector, limit=CANDIDATES)
     if mode == "hybrid":
         pool = [pk for pk, sim in lists["semantic"] if sim >= RELEVANCE_FLOOR] + [pk for pk, _ in lists["lexical"]]

@@ -84,3 +84,17 @@ def test_onnx_export_is_made_once_and_reused(settings, tmp_path):
     assert first.parent == tmp_path / "models"
     assert embeddings.onnx_file() == first and first.stat().st_mtime_ns == made
     assert not list(first.parent.glob("*.tmp"))
+
+
+def test_a_query_embedded_ahead_is_the_same_vector_and_is_refused_inside_a_transaction(db):
+    """Search embeds its query on a worker thread while its lexical SQL runs (issue 38): the vector
+    is embed_text's, and inside a transaction it is refused on the calling thread as embed_text is."""
+    from django.db import transaction
+
+    from memory.embeddings import embed_ahead
+    from memory.inference import InferenceInTransaction
+
+    text = "Which queue does the billing worker read from?"
+    assert embed_ahead(text).result() == embed_text(text)
+    with transaction.atomic(), pytest.raises(InferenceInTransaction):
+        embed_ahead(text)
