@@ -39,7 +39,8 @@ from bench import corpus  # noqa: E402
 from bench import run as bench_run  # noqa: E402
 from bench.common import recreate_database  # noqa: E402
 from memory.actors import Actor  # noqa: E402
-from memory.services.facts import FactInput, IngestItem, ingest_facts  # noqa: E402
+from memory.services.batch import IngestItem, ingest_facts  # noqa: E402
+from memory.services.facts import FactInput  # noqa: E402
 from memory.services.tenancy import create_domain, get_or_create_repo, get_or_create_role, get_or_create_workspace  # noqa: E402
 
 AGENTS = int(os.environ.get("LOAD_AGENTS", "50"))

@@ -67,7 +67,8 @@ from memory.models import (  # noqa: E402
     EpisodeFact,
     Fact,
 )
-from memory.services.facts import FactInput, IngestItem, ingest_facts  # noqa: E402
+from memory.services.batch import IngestItem, ingest_facts  # noqa: E402
+from memory.services.facts import FactInput  # noqa: E402
 from memory.services.tenancy import create_domain, get_or_create_repo, get_or_create_role, get_or_create_workspace  # noqa: E402
 
 SIZES = [int(x) for x in os.environ.get("BENCH_SIZES", "10000,100000").split(",")]

@@ -19,8 +19,9 @@ from memory.actors import Actor
 from memory.embeddings import embed_text, embed_texts
 from memory.errors import InvalidInput
 from memory.models import Conflict
+from memory.services.batch import IngestItem, propose_facts
 from memory.services.conflicts import decide_conflict
-from memory.services.facts import FactInput, IngestItem, propose_fact, propose_facts
+from memory.services.facts import FactInput, propose_fact
 from memory.services.promotion import approve_candidate
 from review.models import RememberReview
 from review.selectors_queue import KINDS, queue

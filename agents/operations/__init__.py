@@ -37,6 +37,7 @@ from memory.selectors_candidates import candidate_for_agent, candidates_for_agen
 from memory.selectors_notes import notes_for
 from memory.selectors_policies import policy_for_agent, policy_list_for_agent
 from memory.selectors_runs import bank_of, run_for_agent
+from memory.services import batch as batch_services
 from memory.services import facts as fact_services
 from memory.services import hot as hot_services
 from memory.services import jobs as job_services
@@ -263,7 +264,7 @@ def _batch_domains(agent: Agent, keys: set[DomainKey]) -> dict[DomainKey, Memory
 def propose_facts_batch(agent: Agent, raw: Any) -> Result:
     """propose_facts (POST facts/batch/): each item parsed and written as propose_fact would, in
     order — later items see the earlier ones (re-mentions, conflicts) — and committed together, a
-    refused item undone alone (memory.services.facts.propose_facts). 200 with one result per item:
+    refused item undone alone (memory.services.batch.propose_facts). 200 with one result per item:
     201 and the proposal, or the item's error status and body (nothing written for it). The batch itself is refused whole (400) only when `items`
     is missing, empty (`batch_empty`) or too long (`batch_too_large`).
 
@@ -280,14 +281,14 @@ def propose_facts_batch(agent: Agent, raw: Any) -> Result:
         except (ValidationError, EngramError) as exc:  # a field's error, or an unknown_argument
             results[index] = _refused(index, exc)
     domains = _batch_domains(agent, {(data["domain"], data.get("repo")) for _, data in valid})
-    parsed: list[tuple[int, fact_services.IngestItem]] = []
+    parsed: list[tuple[int, batch_services.IngestItem]] = []
     for index, data in valid:
         domain = domains[(data["domain"], data.get("repo"))]
         if isinstance(domain, EngramError):
             results[index] = _refused(index, domain)
             continue
-        parsed.append((index, fact_services.IngestItem(domain=domain, data=_fact_input(data))))
-    answers = fact_services.propose_facts(items=[item for _, item in parsed], by=Actor.of_agent(agent))
+        parsed.append((index, batch_services.IngestItem(domain=domain, data=_fact_input(data))))
+    answers = batch_services.propose_facts(items=[item for _, item in parsed], by=Actor.of_agent(agent))
     written: list[tuple[int, fact_services.ProposalResult]] = []
     for (index, _), answer in zip(parsed, answers, strict=True):
         if isinstance(answer, EngramError):

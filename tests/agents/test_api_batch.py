@@ -358,6 +358,7 @@ def test_an_item_refused_while_writing_is_undone_alone(world, api):
     savepoint only; the batch's other writes stand."""
     from memory.errors import InvalidInput
     from memory.models import Episode, EpisodeFact
+    from memory.services import batch as batch_services
     from memory.services import facts as fact_services
 
     episode = Episode.objects.create(workspace=world.workspace, agent=world.coder, kind="session")
@@ -377,7 +378,11 @@ def test_an_item_refused_while_writing_is_undone_alone(world, api):
             raise gone
         return episode
 
-    with mock.patch.object(fact_services, "_check_episode", side_effect=check_episode):
+    # Checked first by the batch (memory.services.batch), then under the locks (propose_fact's path).
+    with (
+        mock.patch.object(batch_services, "_check_episode", side_effect=check_episode),
+        mock.patch.object(fact_services, "_check_episode", side_effect=check_episode),
+    ):
         body = api.post(BATCH, {"items": items}, format="json").json()
     assert [(r["status"], r.get("error", {}).get("code")) for r in body["results"]] == [
         (201, None),

@@ -18,7 +18,8 @@ from agents.services import create_agent, set_trust_flags
 from memory.actors import Actor
 from memory.errors import InsufficientPermission, InvalidInput, VeracityNotAllowed
 from memory.models import Agent, AuditEvent, Episode, EpisodeFact, Fact
-from memory.services.facts import FactInput, IngestItem, ingest_facts, propose_fact, supersede_fact
+from memory.services.batch import IngestItem, ingest_facts
+from memory.services.facts import FactInput, propose_fact, supersede_fact
 from review.services import approve_review, submit_review, update_item
 from tests.conftest import client_for
 from tests.factories import MembershipFactory, UserFactory

@@ -6,7 +6,8 @@ import pytest
 
 from memory.actors import Actor
 from memory.models import AuditEvent, Conflict, Fact, Veracity
-from memory.services.facts import FactInput, IngestItem, ingest_facts, propose_fact
+from memory.services.batch import IngestItem, ingest_facts
+from memory.services.facts import FactInput, propose_fact
 from tests.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db

@@ -311,7 +311,8 @@ def test_harmonize_and_merge_run_the_pair_model_before_they_take_their_locks(mon
 
 
 def test_an_import_runs_the_pair_model_before_it_takes_its_locks(monkeypatch, world, settings):
-    from memory.services.facts import FactInput, IngestItem, ingest_facts, propose_fact
+    from memory.services.batch import IngestItem, ingest_facts
+    from memory.services.facts import FactInput, propose_fact
 
     settings.ENGRAM_PAIR_MODEL = True
     by = Actor.of_agent(world.coder)
@@ -337,7 +338,8 @@ def test_an_import_reads_a_pair_its_plan_missed_outside_the_transaction_and_writ
     batch changed an item's neighbours) is read outside the transaction and the batch written
     again; it used to fail the import with NeedsInference (found by `make bench`'s ingest)."""
     from memory.services import facts
-    from memory.services.facts import FactInput, IngestItem, ingest_facts, propose_fact
+    from memory.services.batch import IngestItem, ingest_facts
+    from memory.services.facts import FactInput, propose_fact
 
     settings.ENGRAM_PAIR_MODEL = True
     by = Actor.of_agent(world.coder)
