@@ -185,6 +185,18 @@ class Fact(models.Model):
                 # Only recallable rows: the post-filter then rarely discards HNSW candidates.
                 condition=Q(superseded_by__isnull=True, status="active"),
             ),
+            # Every other embedded fact (superseded, challenged, retired): with the index above,
+            # each fact sits in exactly one graph, so as-of recall reaches the past from an index
+            # (voices.semantic_then) while writing a new fact still costs one graph insert (and
+            # leaving the recallable set, one more).
+            HnswIndex(
+                name="fact_embedding_hnsw_past",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+                condition=~Q(superseded_by__isnull=True, status="active"),
+            ),
             models.Index(
                 fields=["domain", "topic"], name="fact_live_by_topic", condition=Q(superseded_by__isnull=True)
             ),

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, models, transaction
+from django.db import DEFAULT_DB_ALIAS, models
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import DEFERRED, QuerySet
 
@@ -555,35 +555,131 @@ def explain(sql: str, params: Sequence[Any]) -> str:
 
 def semantic_sql(scope: Scope, vector: Sequence[float], *, limit: int) -> tuple[str, list[Any]]:
     """Nearest facts by cosine distance: ORDER BY embedding <=> query LIMIT k is served by the
-    HNSW index (hnsw.ef_search is 200 for the database, migration 0006). That index holds only
-    the rows recallable now, and its post-filter could drop most of its candidates for a moment in
-    the past: an `as_of` / `valid_at` scope orders by an expression the index cannot serve, so
-    PostgreSQL scans exactly — slower, but no old fact is missed."""
+    HNSW index of the facts recallable now (hnsw.ef_search is 200 for the database, migration
+    0006). For an `as_of` / `valid_at` scope, the query of semantic_then's first candidates."""
+    if not scope.current:
+        reaches = _reaches(limit)
+        if not reaches:
+            return semantic_exact_sql(scope, vector, limit=limit)
+        return semantic_then_sql(scope, vector, limit=limit, reach=reaches[0])
     where, params = _scope_where(scope)
     literal = vector_literal(vector)
-    order = "memory_fact.embedding <=> %s::vector" if scope.current else "(memory_fact.embedding <=> %s::vector) + 0"
     sql = (
         "SELECT memory_fact.id, 1 - (memory_fact.embedding <=> %s::vector) FROM memory_fact"  # noqa: S608 -- `where` is the compiled scope queryset; values are bound params
         f" WHERE {where} AND memory_fact.embedding IS NOT NULL"
-        f" ORDER BY {order} LIMIT %s"
+        " ORDER BY memory_fact.embedding <=> %s::vector LIMIT %s"
     )
     return sql, [literal, *params, literal, limit]
 
 
 def semantic(scope: Scope, vector: Sequence[float], *, limit: int) -> list[tuple[int, float]]:
     """Ranked (id, similarity) of the semantic voice."""
-    sql, params = semantic_sql(scope, vector, limit=limit)
-    database = reader()
-    with database.cursor() as cursor:
-        if limit > EF_SEARCH:  # a longer list than the database default searches wider
-            with transaction.atomic(using=database.alias):
-                cursor.execute(f"SET LOCAL hnsw.ef_search = {int(limit)}")
-                cursor.execute(sql, params)
-                rows = cursor.fetchall()
-        else:
+    if not scope.current:
+        return semantic_then(scope, vector, limit=limit)
+    return [
+        (pk, float(similarity))
+        for pk, similarity in _nearest(*semantic_sql(scope, vector, limit=limit), limit if limit > EF_SEARCH else None)
+    ]
+
+
+def _nearest(sql: str, params: list[Any], ef_search: int | None) -> list[tuple[Any, ...]]:
+    """The rows of a nearest-neighbour query, its HNSW scans searching `ef_search` wide (an index
+    scan returns at most that many rows), or as wide as the database default (EF_SEARCH) when None.
+    One round trip: statements sent together run in one implicit transaction, which SET LOCAL
+    holds for; RESET undoes it when the caller's own transaction goes on."""
+    with reader().cursor() as cursor:
+        if ef_search is None:
             cursor.execute(sql, params)
-            rows = cursor.fetchall()
-    return [(pk, float(similarity)) for pk, similarity in rows]
+            return cursor.fetchall()
+        cursor.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}; {sql}; RESET hnsw.ef_search", params)
+        cursor.nextset()
+        return cursor.fetchall()
+
+
+# --- As-of semantic recall: two HNSW graphs, overfetched, then filtered ----------------------
+# fact_embedding_hnsw holds the facts recallable now, fact_embedding_hnsw_past every other
+# embedded fact: each fact is in one graph, so writing a fact costs one graph insert as before,
+# and a fact leaving the recallable set (superseded, challenged) one more. Their predicates, as
+# the migrations write them, so that PostgreSQL proves a branch may use its index.
+_NOW_GRAPH = "memory_fact.status = 'active' AND memory_fact.superseded_by_id IS NULL"
+_PAST_GRAPH = f"NOT ({_NOW_GRAPH})"
+MAX_EF_SEARCH = 1000  # pgvector's ceiling for hnsw.ef_search
+
+
+def _reaches(limit: int) -> list[int]:
+    """How many neighbours each graph is asked for, widening: first three quarters of EF_SEARCH
+    (two graphs searched that wide: 1.5× the current voice's one search, enough that a moment
+    whose facts are a third of today's rarely needs more) or twice `limit`, then doubling up to
+    pgvector's ceiling. Empty when `limit` outgrows it."""
+    reach, reaches = max(EF_SEARCH * 3 // 4, 2 * limit), []
+    while reach < MAX_EF_SEARCH:
+        reaches.append(reach)
+        reach *= 2
+    return [r for r in [*reaches, MAX_EF_SEARCH] if r >= limit]
+
+
+def semantic_then_sql(scope: Scope, vector: Sequence[float], *, limit: int, reach: int) -> tuple[str, list[Any]]:
+    """The nearest facts of an as-of scope among each graph's nearest `reach` index entries (only
+    the graph of facts recallable now when the scope has no as_of: a valid_at scope recalls
+    nothing else): rows (id, similarity), at most `limit`, nearest first. A fact a scan did not
+    return lies beyond its graph's edge (the farthest candidate it returned), so only candidates
+    within every edge are answered: those are exact (as HNSW is) whatever the graphs hold further."""
+    where, params = _scope_where(scope)
+    literal = vector_literal(vector)
+    graphs = [_NOW_GRAPH] if scope.as_of is None else [_NOW_GRAPH, _PAST_GRAPH]
+    branch = (
+        "(SELECT memory_fact.id, memory_fact.embedding <=> %s::vector AS distance, {} AS graph FROM memory_fact"
+        " WHERE {} AND memory_fact.embedding IS NOT NULL ORDER BY memory_fact.embedding <=> %s::vector LIMIT %s)"
+    )
+    nearest = " UNION ALL ".join(branch.format(i, graph) for i, graph in enumerate(graphs))
+    sql = (
+        f"WITH nearest AS MATERIALIZED ({nearest})"  # noqa: S608 -- constant fragments and the compiled scope queryset; values are bound params
+        " SELECT within.id, 1 - within.distance FROM (SELECT id, distance FROM nearest WHERE distance <="
+        " (SELECT min(edge) FROM (SELECT max(distance) AS edge FROM nearest GROUP BY graph) AS edges)"
+        # OFFSET 0: the scope's test below stays outside, on the candidates in order, and stops at
+        # `limit`. A scalar subquery tests each through its key: PostgreSQL never makes it a join,
+        # which (guessing the as-of filter keeps a handful of facts) read every fact believed then.
+        " ORDER BY distance, id OFFSET 0) AS within"
+        f" WHERE (SELECT true FROM memory_fact WHERE memory_fact.id = within.id AND {where})"
+        " ORDER BY within.distance, within.id LIMIT %s"
+    )
+    return sql, [*[literal, literal, reach] * len(graphs), *params, limit]
+
+
+def semantic_then(scope: Scope, vector: Sequence[float], *, limit: int) -> list[tuple[int, float]]:
+    """The semantic voice for an as-of scope, from the indexes (semantic_then_sql): each graph's
+    nearest `reach` entries (an HNSW scan searching as wide; pgvector 0.6 has no iterative scan
+    to go on) filtered by the scope. When `limit` facts come back, that is the answer. Otherwise
+    a wider reach, if one could find `limit` at the rate this one found facts of the scope, else
+    the exact scan (semantic_exact_sql): a moment when the facts then are few among today's, or a
+    narrow scope (a domain, a session), goes to it at once. ("Fewer than reach returned, so the
+    graph was read whole" would not do: the reach counts dead versions the scan skips.)
+    Approximate as the current voice is (HNSW); no old fact is missed for being old. A graph
+    returning no row is taken as empty: only its nearest `reach` entries all being dead versions
+    would hide a fact."""
+    reaches = _reaches(limit)
+    reach = reaches[0] if reaches else None
+    while reach is not None:
+        rows = _nearest(*semantic_then_sql(scope, vector, limit=limit, reach=reach), reach)
+        if len(rows) == limit:
+            return [(pk, float(similarity)) for pk, similarity in rows]
+        reach = next((wider for wider in reaches if wider > reach and len(rows) * wider >= limit * reach), None)
+    return [
+        (pk, float(similarity)) for pk, similarity in _nearest(*semantic_exact_sql(scope, vector, limit=limit), None)
+    ]
+
+
+def semantic_exact_sql(scope: Scope, vector: Sequence[float], *, limit: int) -> tuple[str, list[Any]]:
+    """The nearest facts of the scope by a scan: ordering by an expression no index serves makes
+    PostgreSQL compute every distance. Exact; semantic_then's last resort."""
+    where, params = _scope_where(scope)
+    literal = vector_literal(vector)
+    sql = (
+        "SELECT memory_fact.id, 1 - (memory_fact.embedding <=> %s::vector) FROM memory_fact"  # noqa: S608 -- `where` is the compiled scope queryset; values are bound params
+        f" WHERE {where} AND memory_fact.embedding IS NOT NULL"
+        " ORDER BY (memory_fact.embedding <=> %s::vector) + 0, memory_fact.id LIMIT %s"
+    )
+    return sql, [literal, *params, literal, limit]
 
 
 def temporal(scope: Scope, pool: Sequence[int], *, limit: int) -> list[tuple[int, float]]:
