@@ -24,7 +24,7 @@ help:
 	@echo "make run    install everything, start the embedded PostgreSQL, load the demo, serve on 127.0.0.1:$(PORT)"
 	@echo "           (the daily jobs, e.g. stale detection, run in-process: ENGRAM_SCHEDULER=1)"
 	@echo "make test   lint (ruff, mypy, import contracts) then the whole test suite on real PostgreSQL"
-	@echo "make bench  recall and ingest benchmarks (not part of make test)"
+	@echo "make bench  recall and ingest benchmarks, then the review pages at 10k and 100k facts (not part of make test)"
 	@echo "make eval   recall quality (recall@10, nDCG@10) on the tuning set, then the held-out sets"
 	@echo "make eval-writes  the write classifier on labelled pairs, then write streams through the write path (decisions per 100 writes)"
 	@echo "make serve-prod  nginx in front of gunicorn, Celery worker and beat on Redis (production shape)"
@@ -71,6 +71,8 @@ bench: install
 	@$(PY) -m bench.run $(BENCH_ARGS)
 	@$(PY) -m bench.batch_writes
 	@$(PY) -m bench.nearby_scale
+	@BENCH_PAGES_FACTS=10000 $(PY) -m bench.pages
+	@$(PY) -m bench.pages
 
 serve-prod: install
 	@bin/serve-prod

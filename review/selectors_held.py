@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Prefetch, Q
+from django.db.models import Prefetch, Q, QuerySet
 
 from memory.models import Candidate, PromotionStatus, Replay
 from memory.services.promotion import Scorecard, compute_gates, failing
@@ -58,24 +58,9 @@ def waiting_candidates(
     gate a person or a replay can satisfy still blocks them. `domain_ids` None: every domain of the
     workspaces; `agent`: only those its submitter's name (an agent's, else the submitter's label)
     is; `pk`: only that one. A bounded number of queries per `limit` rows."""
-    candidates = (
-        Candidate.objects.open()
-        .filter(workspace__in=workspaces)
-        .exclude(promotion_status__in=[PromotionStatus.BLOCKED, PromotionStatus.HARNESS_FIX])
-        .select_related("workspace", "domain__repo", "human_approved_by", "submitted_by_agent")
-        .prefetch_related(Prefetch("replays", queryset=Replay.objects.select_related("recorded_by_agent")))
-        .order_by(*(("created_at", "id") if oldest else ("-created_at", "-id")))
+    candidates = open_candidates(workspaces, domain_ids, since=since, agent=agent, pk=pk).order_by(
+        *(("created_at", "id") if oldest else ("-created_at", "-id"))
     )
-    if domain_ids is not None:
-        candidates = candidates.filter(domain_id__in=domain_ids)
-    if since:
-        candidates = candidates.filter(created_at__lt=since)
-    if agent:
-        candidates = candidates.filter(
-            Q(submitted_by_agent__name=agent) | Q(submitted_by_agent__isnull=True, submitted_by_label=agent)
-        )
-    if pk is not None:
-        candidates = candidates.filter(pk=pk)
     found: list[Candidate] = []
     for candidate in candidates.iterator(chunk_size=limit):
         gates = compute_gates(candidate)
@@ -88,3 +73,53 @@ def waiting_candidates(
         if len(found) >= limit:
             break
     return found
+
+
+def open_candidates(
+    workspaces: Any, domain_ids: set[int] | None, *, since: datetime | None, agent: str | None, pk: int | None
+) -> QuerySet[Candidate]:
+    """The open candidates waiting_candidates reads (its filters, before the gates)."""
+    candidates = (
+        Candidate.objects.open()
+        .filter(workspace__in=workspaces)
+        .exclude(promotion_status__in=[PromotionStatus.BLOCKED, PromotionStatus.HARNESS_FIX])
+        .select_related("workspace", "domain__repo", "human_approved_by", "submitted_by_agent")
+        .prefetch_related(Prefetch("replays", queryset=Replay.objects.select_related("recorded_by_agent")))
+    )
+    if domain_ids is not None:
+        candidates = candidates.filter(domain_id__in=domain_ids)
+    if since:
+        candidates = candidates.filter(created_at__lt=since)
+    if agent:
+        candidates = candidates.filter(
+            Q(submitted_by_agent__name=agent) | Q(submitted_by_agent__isnull=True, submitted_by_label=agent)
+        )
+    if pk is not None:
+        candidates = candidates.filter(pk=pk)
+    return candidates
+
+
+def count_waiting_candidates(
+    workspaces: Any,
+    domain_ids: set[int] | None,
+    *,
+    most: int,
+    since: datetime | None = None,
+    agent: str | None = None,
+    pk: int | None = None,
+) -> int:
+    """len(waiting_candidates(..., limit=most)) without reading the candidates that wait on a
+    person whatever their gates (requires_human_review): those are counted in SQL, only the others
+    are read to have their gates computed."""
+    candidates = open_candidates(workspaces, domain_ids, since=since, agent=agent, pk=pk)
+    reviewed = candidates.filter(requires_human_review=True).order_by().values("pk")[:most].count()
+    if reviewed >= most:
+        return most
+    others = candidates.filter(requires_human_review=False).order_by("-created_at", "-id")
+    waiting = 0
+    for candidate in others.iterator(chunk_size=most - reviewed):
+        if waiting_on(compute_gates(candidate)):
+            waiting += 1
+            if reviewed + waiting >= most:
+                break
+    return reviewed + waiting

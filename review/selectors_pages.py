@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from memory import decay
 from memory.models import AccessGrant, AuditEvent, Conflict, EpisodeFact, Fact, MemoryDomain, Policy, Role, Workspace
+from memory.pagination import COUNT_CAP
 from memory.selectors import conflicts_of, fact_history, mentions_of
 from memory.services.policies import policy_budget, policy_line
 from review.access import reviewable_domains
@@ -186,7 +187,7 @@ def graph_data(
 ) -> dict[str, Any]:
     """Nodes and edges for Cytoscape: each domain a parent node holding its facts, episodes beside
     them; supersession, conflict and episode edges. At most `limit` facts, the most recently
-    mentioned; `facts` says how many were drawn of how many match."""
+    mentioned; `facts` says how many were drawn of how many match (`capped`: more than COUNT_CAP)."""
     domains = reviewable_domains(user, workspace)
     facts_qs = (
         Fact.objects.filter(workspace=workspace, domain__in=_ids(domains))
@@ -197,8 +198,8 @@ def graph_data(
         facts_qs = facts_qs.filter(domain_id=domain_id)
     if q.strip():
         facts_qs = facts_qs.filter(search_vector=SearchQuery(q, config="english", search_type="websearch"))
-    facts = list(facts_qs.order_by("-last_mentioned_at")[:limit])
-    total = facts_qs.count() if len(facts) == limit else len(facts)
+    facts = list(facts_qs.order_by("-last_mentioned_at")[:limit])  # fact_recently_mentioned
+    total = bounded_count(facts_qs) if len(facts) == limit else len(facts)
     ids = {f.pk for f in facts}
     in_graph = {f.domain_id: f.domain for f in facts}
     nodes: list[dict[str, Any]] = [
@@ -263,4 +264,11 @@ def graph_data(
                 }
             }
         )
-    return {"nodes": nodes, "edges": edges, "facts": {"shown": len(facts), "total": total}}
+    facts_count = {"shown": len(facts), "total": min(total, COUNT_CAP), "capped": total > COUNT_CAP}
+    return {"nodes": nodes, "edges": edges, "facts": facts_count}
+
+
+def bounded_count(facts: QuerySet[Fact]) -> int:
+    """How many rows `facts` holds, counted no further than one past COUNT_CAP (the graph says
+    "10,000+" beyond): a count of 100k facts would cost more than the graph it annotates."""
+    return facts.order_by().values("pk")[: COUNT_CAP + 1].count()

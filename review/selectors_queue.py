@@ -15,7 +15,7 @@ from memory.models import Agent, Candidate, Conflict, Fact, FactStatus, MemoryDo
 from memory.selectors import ASKED_ALONE
 from review.access import reviewable_domain_ids, reviews_for
 from review.models import RememberReview
-from review.selectors_held import waiting_candidates
+from review.selectors_held import count_waiting_candidates, waiting_candidates
 
 KINDS = {
     "remember": "Remember review",
@@ -150,10 +150,8 @@ def queue(
         )
         counts["candidate"] = len(candidates)
         if len(candidates) >= most:  # more may wait: count them (their gates are read in Python)
-            counts["candidate"] = len(
-                waiting_candidates(
-                    workspaces, domain_ids, since=since, limit=QUEUE_SIZE_MAX_CANDIDATES, agent=agent, pk=pk
-                )
+            counts["candidate"] = count_waiting_candidates(
+                workspaces, domain_ids, most=QUEUE_SIZE_MAX_CANDIDATES, since=since, agent=agent, pk=pk
             )
         entries += [
             QueueEntry(
@@ -254,7 +252,7 @@ def queue_sizes() -> dict[str, int]:
     workspaces = Workspace.objects.all()
     return {
         "remember": RememberReview.objects.filter(status="pending").count(),
-        "candidate": len(waiting_candidates(workspaces, None, limit=QUEUE_SIZE_MAX_CANDIDATES)),
+        "candidate": count_waiting_candidates(workspaces, None, most=QUEUE_SIZE_MAX_CANDIDATES),
         # The same filters as queue()'s conflicts and challenged facts.
         "conflict": Conflict.objects.filter(
             reviewed_at__isnull=True, loser__veracity="human_stated", winner__isnull=False

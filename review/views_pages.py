@@ -9,7 +9,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
 from django.shortcuts import redirect, render
 from django.utils.html import format_html
@@ -18,6 +17,7 @@ from django.views.decorators.http import require_POST
 from memory.actors import Actor
 from memory.errors import EngramError
 from memory.models import POLICY_BUDGET_MAX, FactStatus, GrantLevel, MemoryType, Policy, Veracity, Workspace
+from memory.pagination import BoundedPaginator
 from memory.selectors_exposure import fact_trail
 from memory.services.facts import supersede_fact
 from memory.services.lifecycle import archive_fact
@@ -97,7 +97,7 @@ def grant_changes(request: HttpRequest, slug: str) -> HttpResponse:
 def browser(request: HttpRequest, slug: str) -> HttpResponse:
     workspace = workspace_for(request.user, slug)
     qs, extra = pages.browse_facts(request.user, workspace, request.GET.dict())
-    page = Paginator(qs, pages.PAGE_SIZE).get_page(request.GET.get("page"))
+    page = BoundedPaginator(qs, pages.PAGE_SIZE).get_page(request.GET.get("page"))
     facts = pages.with_decay(list(page.object_list))
     context = {
         "workspace": workspace,

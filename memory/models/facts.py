@@ -201,6 +201,8 @@ class Fact(models.Model):
                 fields=["domain", "topic"], name="fact_live_by_topic", condition=Q(superseded_by__isnull=True)
             ),
             models.Index(fields=["workspace", "status", "-last_mentioned_at"], name="fact_recent_activity"),
+            # The knowledge graph draws a workspace's most recently mentioned facts, any status.
+            models.Index(fields=["workspace", "-last_mentioned_at"], name="fact_recently_mentioned"),
             models.Index(fields=["workspace", "session_key"], name="fact_by_session_key", condition=~Q(session_key="")),
         ]
 

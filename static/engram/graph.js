@@ -132,7 +132,8 @@
   function capNote(facts) {
     const note = document.getElementById("graph-cap");
     if (!note || !facts || facts.total <= facts.shown) return;
-    note.textContent = `Showing the ${facts.shown} most recently mentioned of ${facts.total} facts: choose a domain or search to see the others.`;
+    const total = `${facts.total.toLocaleString("en")}${facts.capped ? "+" : ""}`;
+    note.textContent = `Showing the ${facts.shown} most recently mentioned of ${total} facts: choose a domain or search to see the others.`;
     note.hidden = false;
   }
 

@@ -45,7 +45,7 @@ def test_each_domain_is_a_parent_node_holding_its_facts(world, django_assert_max
     ids = {n["data"]["id"] for n in data["nodes"]}
     assert all(e["data"]["source"] in ids and e["data"]["target"] in ids for e in data["edges"])
     assert {e["data"]["kind"] for e in data["edges"]} == {"supersedes", "episode"}
-    assert data["facts"] == {"shown": len(graph.facts), "total": len(graph.facts)}
+    assert data["facts"] == {"shown": len(graph.facts), "total": len(graph.facts), "capped": False}
 
 
 def test_a_fact_is_labelled_with_its_first_words():
@@ -73,9 +73,17 @@ def test_the_answer_is_bounded_and_says_how_many_facts_it_left_out(world):
     FactFactory.create_batch(GRAPH_FACT_LIMIT + 5, domain=world.architecture)
     data = _graph(world.admin_user)
     assert len(_by_kind(data, "fact")) == GRAPH_FACT_LIMIT
-    assert data["facts"] == {"shown": GRAPH_FACT_LIMIT, "total": GRAPH_FACT_LIMIT + 5}
+    assert data["facts"] == {"shown": GRAPH_FACT_LIMIT, "total": GRAPH_FACT_LIMIT + 5, "capped": False}
     narrowed = selectors_pages.graph_data(world.admin_user, world.workspace, limit=10, q="build")
-    assert narrowed["facts"] == {"shown": 10, "total": GRAPH_FACT_LIMIT + 5}
+    assert narrowed["facts"] == {"shown": 10, "total": GRAPH_FACT_LIMIT + 5, "capped": False}
+
+
+def test_past_the_count_cap_the_total_says_there_are_more(world, monkeypatch):
+    """The total is counted no further than COUNT_CAP + 1 rows: past it, the cap and `capped`."""
+    monkeypatch.setattr(selectors_pages, "COUNT_CAP", 12)
+    FactFactory.create_batch(20, domain=world.architecture)
+    data = selectors_pages.graph_data(world.admin_user, world.workspace, limit=10)
+    assert data["facts"] == {"shown": 10, "total": 12, "capped": True}
 
 
 @pytest.mark.parametrize("query", ["?domain=", "?q=pipeline"])
