@@ -128,14 +128,16 @@ def query_counts(client: Client, paths: dict[str, str]) -> dict[str, int]:
 
 def test_every_page_costs_the_same_queries_at_ten_times_the_facts_and_items(world, reviewer):
     bulk_facts(world, 300)  # past the graph's 200 and the browser's first page
-    items = open_items(world, 3)
+    # 6 of each kind: the items measured (the first, the oldest) lie past the list's first page
+    # (25), where an item's page reads the whole list to find the page that holds it.
+    items = open_items(world, 6)
     small = query_counts(reviewer, pages(items))
     bulk_facts(world, 3000)
-    open_items(world, 9)
+    open_items(world, 12)
     large = query_counts(reviewer, pages(items))
     # Never more: the dashboard's activity may read fewer kinds of target when one kind fills it.
     assert {name: count for name, count in large.items() if count > small[name]} == {}
-    assert max(small.values()) <= 25, small
+    assert max(small.values()) <= 30, small  # a candidate past the first page: the list read twice
 
 
 def test_the_browser_counts_up_to_the_cap_and_says_there_are_more(world, reviewer, monkeypatch):
