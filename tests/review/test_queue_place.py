@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.test import Client
 from guardian.shortcuts import assign_perm
 
 from memory.models import Fact
@@ -170,3 +171,29 @@ def test_the_list_under_a_kind_filter_stays_within_its_query_budget(
         response = client.get("/review/?kind=challenged")
     assert response.context["counts"]["candidate"] == 30
     assert Fact.objects.filter(status="challenged").count() == 5
+
+
+def test_each_page_read_in_part_is_the_page_of_the_whole_list(world, arch_reviewer, short_pages):
+    """Issue 38: a page reads each kind's first pages × PAGE_SIZE items, not LIST_LIMIT of each;
+    every page, in either order, holds exactly the entries of that page of the whole list, and the
+    page count is the whole list's."""
+    subjects = [
+        "The cache TTL is 60 seconds.",
+        "Builds run on GitHub Actions.",
+        "Logs are kept 30 days.",
+        "Emails go out through Postmark.",
+    ]
+    for i, text in enumerate(subjects):  # two kinds interleaved in time
+        candidate(world.coder, world.architecture, f"Rule number {i}.")
+        challenged(world.planner, world.architecture, f"subject-{i}", text)
+    client = Client()
+    client.force_login(arch_reviewer)
+    for order in ("newest", "oldest"):
+        params = {} if order == "newest" else {"order": "oldest"}
+        whole = [e.key for e in queue(arch_reviewer, params)[0]]
+        assert len(whole) == 8
+        for number in range(1, 5):
+            response = client.get("/review/", {**params, "page": str(number)})
+            page = response.context["page_obj"]
+            assert [e.key for e in page] == whole[(number - 1) * 2 : number * 2], (order, number)
+            assert page.paginator.num_pages == 4
