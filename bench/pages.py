@@ -67,6 +67,7 @@ TARGETS = {  # p95 ms (issue 38)
     "item: possible": 100.0,
     "item: challenged": 100.0,
     "item: remember": 100.0,
+    **{f"item: {kind}, first page": 100.0 for kind in ("candidate", "conflict", "possible", "challenged")},
     "memory browser": 80.0,
     "memory browser q=deploy": 80.0,
     "graph": 150.0,
@@ -251,6 +252,19 @@ CANDIDATE = {
 }
 
 
+def newest_items() -> dict[str, int]:
+    """The newest waiting item of each kind but remember reviews, as the reviewer's list shows it
+    first: its page reads one page of the list (review.views_queue._read_list), where an item past
+    the first page (first_items: the oldest) reads the list twice."""
+    from django.contrib.auth import get_user_model
+
+    from review.selectors_queue import queue
+
+    reviewer = get_user_model().objects.get(username="reviewer")
+    kinds = ("candidate", "conflict", "possible", "challenged")
+    return {kind: queue(reviewer, {"kind": kind}, limit=1)[0][0].obj.pk for kind in kinds}
+
+
 def first_items() -> dict[str, int]:
     """One open item of each kind, for a reused database."""
     from memory.models import Conflict, Fact, Workspace
@@ -312,7 +326,7 @@ def signed_in() -> Session:
     return session
 
 
-def pages(items: dict[str, int]) -> dict[str, str]:
+def pages(items: dict[str, int], newest: dict[str, int]) -> dict[str, str]:
     ws = WORKSPACE
     return {
         "floor: GET logout/ (signed in)": "/logout/",
@@ -320,6 +334,7 @@ def pages(items: dict[str, int]) -> dict[str, str]:
         "queue page": "/review/",
         **{f"item: {kind}": f"/review/{kind}/{pk}/" for kind, pk in items.items() if kind != "remember"},
         "item: remember": f"/review/remember/{items['remember']}/",
+        **{f"item: {kind}, first page": f"/review/{kind}/{pk}/" for kind, pk in newest.items()},
         "memory browser": f"/memory/{ws}/",
         "memory browser q=deploy": f"/memory/{ws}/?q=deploy",
         "graph": f"/memory/{ws}/graph/",
@@ -400,12 +415,12 @@ def main() -> None:
         ctx = setup()
         print(f"loaded {FACTS:,} facts in {load_facts(ctx, FACTS):.0f} s", file=sys.stderr)
         items = open_items(ctx, ITEMS)
-    facts, waiting = Fact.objects.count(), waiting_items()
+    facts, waiting, newest = Fact.objects.count(), waiting_items(), newest_items()
     connection.close()
     proc = start_server()
     try:
         sessions = [signed_in() for _ in range(CLIENTS)]
-        rows = [measure(path, name, sessions) for name, path in pages(items).items()]
+        rows = [measure(path, name, sessions) for name, path in pages(items, newest).items()]
     finally:
         stop_server(proc)
     report(rows, facts, waiting)
