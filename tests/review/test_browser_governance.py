@@ -105,3 +105,23 @@ def test_policies_tab_shows_the_budget_and_switches_policies(world, live_server,
     page.get_by_role("button", name="Deactivate").click()
     expect(page.get_by_role("button", name="Activate")).to_be_visible()
     screenshot(page, "policies")
+
+
+def test_a_refused_grant_change_is_said_beside_the_cell_which_keeps_its_level(world, live_server, chromium):
+    """Issue 37, point 3 (grants): the admin's rights were taken away after the matrix opened; the
+    click's 403 is shown beside the button clicked, the cell keeps its level, the button is usable."""
+    from playwright.sync_api import expect
+
+    from memory.models import WorkspaceMembership
+
+    page = logged_in_page(chromium, world.admin_user, live_server.url)
+    page.goto(f"{live_server.url}/access/acme/")
+    cell = page.get_by_test_id("cell-coder-architecture")
+    expect(cell).to_have_attribute("data-level", "read")
+    WorkspaceMembership.objects.filter(user=world.admin_user, workspace=world.workspace).update(is_admin=False)
+    write = cell.get_by_role("button", name="write")
+    write.click()
+    refusal = cell.get_by_test_id("request-refused")
+    expect(refusal).to_contain_text("Only workspace admins change grants.")
+    expect(cell).to_have_attribute("data-level", "read")
+    expect(write).to_be_enabled()
