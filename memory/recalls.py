@@ -204,6 +204,14 @@ class RecallBuffer:
                     values = ", ".join(["(%s::bigint, %s::integer)"] * len(counts))
                     params: list[Any] = [timezone.now()] + [x for item in sorted(counts.items()) for x in item]
                     with connection.cursor() as cursor:
+                        # The rows locked first, in id order, as the write path locks the facts it
+                        # compares (memory.services.nearby.live_rows): the UPDATE alone locks them in
+                        # whatever order its join reads them, and a proposal locking two of the same
+                        # facts the other way round deadlocked with it (a 503 to the agent).
+                        cursor.execute(
+                            "SELECT 1 FROM memory_fact WHERE id = ANY(%s) ORDER BY id FOR NO KEY UPDATE",
+                            [sorted(counts)],
+                        )
                         cursor.execute(
                             f"UPDATE memory_fact AS f SET recall_count = f.recall_count + v.n, last_recalled_at = %s "  # noqa: S608 -- only %s placeholders are interpolated; ids and counts are bound params
                             f"FROM (VALUES {values}) AS v(id, n) WHERE f.id = v.id",

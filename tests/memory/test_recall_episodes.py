@@ -108,3 +108,59 @@ def test_an_episode_no_recall_is_about_to_write_is_refused_at_once(transactional
         response = _propose(world.coder, episode_id)
         assert response.status_code == 400 and response.json()["code"] == "unknown_episode"
         assert not waiting.is_set()
+
+
+def test_the_flush_locks_its_facts_in_id_order_as_the_write_path_does(transactional_db, world, slow_flusher):
+    """A proposal locks the live facts it compares in id order (nearby.live_rows). The flush's
+    UPDATE locked its facts in the order its join read them: with the later fact stored first (the
+    earlier one updated since, so its row moved) and a hash join, it held the later fact while
+    waiting for the earlier one, which a proposal held while waiting for the later one — a deadlock,
+    and a 503 to the agent. Here a writer holds the earlier fact, the flush starts, then the writer
+    locks the later fact: both must finish."""
+    from django.db import connections
+
+    from memory.models import Fact
+    from memory.services.nearby import live_rows
+    from tests.factories import FactFactory
+
+    earlier, later = FactFactory(domain=world.architecture), FactFactory(domain=world.architecture)
+    Fact.objects.filter(pk=earlier.pk).update(confidence=0.5)  # its row now lies after the later fact's
+    slow_flusher.add(None, [later.pk, earlier.pk])
+    holding, go = threading.Event(), threading.Event()
+    failures: list[BaseException] = []
+
+    def writer() -> None:
+        from django.db import transaction
+
+        try:
+            with transaction.atomic():
+                live_rows([earlier.pk], lock=True)
+                holding.set()
+                go.wait(10)
+                live_rows([later.pk], lock=True)
+        except BaseException as error:
+            failures.append(error)
+        finally:
+            connections.close_all()
+
+    def flusher() -> None:
+        try:
+            with connection.cursor() as cursor:  # the plan that reads the table's order
+                cursor.execute("SET enable_nestloop = off; SET enable_mergejoin = off")
+            slow_flusher.flush()
+        except BaseException as error:
+            failures.append(error)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=writer)]
+    threads[0].start()
+    assert holding.wait(10)
+    threads.append(threading.Thread(target=flusher))
+    threads[1].start()
+    time.sleep(0.5)  # the flush reaches the earlier fact's lock and waits there
+    go.set()
+    for thread in threads:
+        thread.join(30)
+    assert failures == []
+    assert sorted(Fact.objects.filter(pk__in=[earlier.pk, later.pk]).values_list("recall_count", flat=True)) == [1, 1]
