@@ -29,7 +29,6 @@ from __future__ import annotations
 import os
 import re
 import sys
-import threading
 import time
 import urllib.error
 import urllib.parse
@@ -51,7 +50,7 @@ from django.db import connection, transaction  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 from bench import corpus  # noqa: E402
-from bench.run import PORT, SECONDS, start_server, stop_server, summarise  # noqa: E402
+from bench.run import CLIENT_STRIDE, PORT, load, start_server, stop_server  # noqa: E402
 
 FACTS = int(os.environ.get("BENCH_PAGES_FACTS", "100000"))
 ITEMS = int(os.environ.get("BENCH_PAGES_ITEMS", "125"))  # of each kind: 500+ waiting (remember reviews: one in ten)
@@ -188,7 +187,7 @@ def open_items(ctx: dict, per_kind: int) -> dict[str, int]:
     from memory.services.facts import FactInput, propose_fact
     from memory.services.lifecycle import challenge_fact
     from memory.services.promotion import parse_candidate_document, submit_candidate
-    from review.demo import DEMO_FILES, DEMO_OUTPUT
+    from review.demo import DEMO_CANDIDATE, DEMO_FILES, DEMO_OUTPUT
     from review.services import submit_review
 
     agent, reviewer = ctx["agent"], ctx["reviewer"]
@@ -203,7 +202,7 @@ def open_items(ctx: dict, per_kind: int) -> dict[str, int]:
     for i in tqdm(range(per_kind), desc="open items", file=sys.stderr):
         document = parse_candidate_document(
             {
-                **CANDIDATE,
+                **DEMO_CANDIDATE,
                 "candidate_id": f"bench-{i}",
                 "topic": f"bench-candidate-{i}",
                 "domain": domain.name,
@@ -236,20 +235,6 @@ def open_items(ctx: dict, per_kind: int) -> dict[str, int]:
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
     return first
-
-
-CANDIDATE = {
-    "schema": "awtl.memory_candidate.v2",
-    "failure_class": "agent_failure",
-    "failure_type": "wrong_command",
-    "source_action_ids": ["a-1"],
-    "root_cause_summary": "Ran the wrong build command.",
-    "scope": {"applies_to": ["web"], "does_not_apply_to": ["mobile"]},
-    "evidence_refs": ["ci:42"],
-    "verification_probe_candidate": "npm-build",
-    "promotion_status": "candidate",
-    "requires_human_review": True,
-}
 
 
 def newest_items() -> dict[str, int]:
@@ -353,32 +338,8 @@ def measure(path: str, name: str, sessions: list[Session]) -> dict:
             raise RuntimeError(f"{path} answered {status}")
         return (time.perf_counter() - began) * 1000
 
-    for _ in range(5):  # every worker warm
-        get(sessions[0])
-    latencies: list[float] = []
-    errors = 0
-    lock = threading.Lock()
-    stop = time.monotonic() + SECONDS
-
-    def client(session: Session) -> None:
-        nonlocal errors
-        while time.monotonic() < stop:
-            try:
-                ms = get(session)
-                with lock:
-                    latencies.append(ms)
-            except Exception as error:  # counted, and the first one shown
-                with lock:
-                    errors += 1
-                    if errors == 1:
-                        print(f"  {name}: {error}", file=sys.stderr)
-
-    threads = [threading.Thread(target=client, args=(session,)) for session in sessions]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return summarise(name, latencies, errors)
+    # Each client its own session: client c of load() sends requests c × CLIENT_STRIDE onward.
+    return load(name, lambda i: get(sessions[i // CLIENT_STRIDE]), clients=len(sessions))
 
 
 def report(rows: list[dict], facts: int, waiting: dict[str, int]) -> None:

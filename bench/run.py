@@ -225,8 +225,13 @@ def _timed(request: urllib.request.Request) -> float:
     return (time.perf_counter() - began) * 1000
 
 
+# Client c of load() sends requests c × CLIENT_STRIDE, c × CLIENT_STRIDE + 1, …
+CLIENT_STRIDE = 100_000
+
+
 def load(name: str, send: Callable[[int], float], clients: int = 2) -> dict:
-    """`clients` threads sending `send(i)` for SECONDS each; latencies in ms."""
+    """`clients` threads sending `send(i)` for SECONDS each (client c: i from c × CLIENT_STRIDE);
+    latencies in ms; a request that raises is counted as an error, the first one shown."""
     for i in range(10):  # warm every worker
         send(i)
     latencies: list[float] = []
@@ -236,15 +241,17 @@ def load(name: str, send: Callable[[int], float], clients: int = 2) -> dict:
 
     def client(c: int) -> None:
         nonlocal errors
-        i = c * 100_000
+        i = c * CLIENT_STRIDE
         while time.monotonic() < stop:
             try:
                 ms = send(i)
                 with lock:
                     latencies.append(ms)
-            except Exception:
+            except Exception as error:
                 with lock:
                     errors += 1
+                    if errors == 1:
+                        print(f"  {name}: {error}", file=sys.stderr)
             i += 1
 
     threads = [threading.Thread(target=client, args=(c,)) for c in range(clients)]

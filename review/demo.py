@@ -1,4 +1,6 @@
-"""Demo content: a pending remember review as an agent runtime would submit it (seed_demo)."""
+"""Demo content: a pending remember review as an agent runtime would submit it (seed_demo), and a
+promotion candidate document that waits on a person (the queue's tests and bench.pages fill in
+its candidate_id, domain, topic and proposed_memory)."""
 
 from __future__ import annotations
 
@@ -70,6 +72,20 @@ DEMO_OUTPUT = (
     )
     + "\n```\n"
 )
+
+
+DEMO_CANDIDATE = {
+    "schema": "awtl.memory_candidate.v2",
+    "failure_class": "agent_failure",
+    "failure_type": "wrong_command",
+    "source_action_ids": ["a-1"],
+    "root_cause_summary": "Ran the wrong build command.",
+    "scope": {"applies_to": ["web"], "does_not_apply_to": ["mobile"]},
+    "evidence_refs": ["ci:42"],
+    "verification_probe_candidate": "npm-build",
+    "promotion_status": "candidate",
+    "requires_human_review": True,
+}
 
 
 def submit_demo_review(agent: Agent) -> RememberReview:

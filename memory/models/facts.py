@@ -69,6 +69,17 @@ class DecayProfile(models.Model):
         return f"{self.memory_type}: λ={self.scale_days:g}d k={self.shape:g}"
 
 
+# The facts recall reads now; the two HNSW graphs of Fact split the embedded facts by it.
+RECALLABLE = Q(superseded_by__isnull=True, status="active")
+
+
+def _cosine_graph(name: str, condition: Q) -> HnswIndex:
+    """A partial HNSW index over the embeddings by cosine distance (m 16, ef_construction 64)."""
+    return HnswIndex(
+        name=name, fields=["embedding"], m=16, ef_construction=64, opclasses=["vector_cosine_ops"], condition=condition
+    )
+
+
 class Fact(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="facts")
     domain = models.ForeignKey(MemoryDomain, on_delete=models.PROTECT, related_name="facts")
@@ -176,27 +187,13 @@ class Fact(models.Model):
                 name="fact_live_by_workspace_domain",
             ),
             GinIndex(fields=["search_vector"], name="fact_search_gin"),
-            HnswIndex(
-                name="fact_embedding_hnsw",
-                fields=["embedding"],
-                m=16,
-                ef_construction=64,
-                opclasses=["vector_cosine_ops"],
-                # Only recallable rows: the post-filter then rarely discards HNSW candidates.
-                condition=Q(superseded_by__isnull=True, status="active"),
-            ),
+            # Only recallable rows: the post-filter then rarely discards HNSW candidates.
+            _cosine_graph("fact_embedding_hnsw", RECALLABLE),
             # Every other embedded fact (superseded, challenged, retired): with the index above,
             # each fact sits in exactly one graph, so as-of recall reaches the past from an index
             # (voices.semantic_then) while writing a new fact still costs one graph insert (and
             # leaving the recallable set, one more).
-            HnswIndex(
-                name="fact_embedding_hnsw_past",
-                fields=["embedding"],
-                m=16,
-                ef_construction=64,
-                opclasses=["vector_cosine_ops"],
-                condition=~Q(superseded_by__isnull=True, status="active"),
-            ),
+            _cosine_graph("fact_embedding_hnsw_past", ~RECALLABLE),
             models.Index(
                 fields=["domain", "topic"], name="fact_live_by_topic", condition=Q(superseded_by__isnull=True)
             ),

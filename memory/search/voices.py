@@ -562,12 +562,17 @@ def semantic_sql(scope: Scope, vector: Sequence[float], *, limit: int) -> tuple[
         if not reaches:
             return semantic_exact_sql(scope, vector, limit=limit)
         return semantic_then_sql(scope, vector, limit=limit, reach=reaches[0])
+    return _nearest_sql(scope, vector, limit=limit, order="memory_fact.embedding <=> %s::vector")
+
+
+def _nearest_sql(scope: Scope, vector: Sequence[float], *, limit: int, order: str) -> tuple[str, list[Any]]:
+    """(id, similarity) of the scope's `limit` facts first by `order`, an ORDER BY clause naming
+    the query vector once as %s: served by the HNSW index when it is the bare distance."""
     where, params = _scope_where(scope)
     literal = vector_literal(vector)
     sql = (
-        "SELECT memory_fact.id, 1 - (memory_fact.embedding <=> %s::vector) FROM memory_fact"  # noqa: S608 -- `where` is the compiled scope queryset; values are bound params
-        f" WHERE {where} AND memory_fact.embedding IS NOT NULL"
-        " ORDER BY memory_fact.embedding <=> %s::vector LIMIT %s"
+        "SELECT memory_fact.id, 1 - (memory_fact.embedding <=> %s::vector) FROM memory_fact"  # noqa: S608 -- `where` is the compiled scope queryset and `order` a constant; values are bound params
+        f" WHERE {where} AND memory_fact.embedding IS NOT NULL ORDER BY {order} LIMIT %s"
     )
     return sql, [literal, *params, literal, limit]
 
@@ -672,14 +677,7 @@ def semantic_then(scope: Scope, vector: Sequence[float], *, limit: int) -> list[
 def semantic_exact_sql(scope: Scope, vector: Sequence[float], *, limit: int) -> tuple[str, list[Any]]:
     """The nearest facts of the scope by a scan: ordering by an expression no index serves makes
     PostgreSQL compute every distance. Exact; semantic_then's last resort."""
-    where, params = _scope_where(scope)
-    literal = vector_literal(vector)
-    sql = (
-        "SELECT memory_fact.id, 1 - (memory_fact.embedding <=> %s::vector) FROM memory_fact"  # noqa: S608 -- `where` is the compiled scope queryset; values are bound params
-        f" WHERE {where} AND memory_fact.embedding IS NOT NULL"
-        " ORDER BY (memory_fact.embedding <=> %s::vector) + 0, memory_fact.id LIMIT %s"
-    )
-    return sql, [literal, *params, literal, limit]
+    return _nearest_sql(scope, vector, limit=limit, order="(memory_fact.embedding <=> %s::vector) + 0, memory_fact.id")
 
 
 def temporal(scope: Scope, pool: Sequence[int], *, limit: int) -> list[tuple[int, float]]:

@@ -10,20 +10,10 @@ from memory.models import Agent, Candidate, Conflict, Fact, MemoryDomain
 from memory.services.facts import FactInput, propose_fact
 from memory.services.lifecycle import challenge_fact
 from memory.services.promotion import parse_candidate_document, submit_candidate
+from review.demo import DEMO_CANDIDATE
 
 _SEQUENCE = itertools.count(1)
-DOC: dict[str, Any] = {
-    "schema": "awtl.memory_candidate.v2",
-    "failure_class": "agent_failure",
-    "failure_type": "wrong_command",
-    "source_action_ids": ["a-1"],
-    "root_cause_summary": "Ran the wrong build command.",
-    "scope": {"applies_to": ["web"], "does_not_apply_to": ["mobile"]},
-    "evidence_refs": ["ci:42"],
-    "verification_probe_candidate": "npm-build",
-    "promotion_status": "candidate",
-    "requires_human_review": True,
-}
+DOC: dict[str, Any] = dict(DEMO_CANDIDATE)
 
 
 def candidate(agent: Agent, domain: MemoryDomain, text: str, *, topic: str | None = None) -> Candidate:
