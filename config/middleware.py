@@ -5,6 +5,7 @@
   integer query parameter beyond 64 bits, a page's form field holding NUL, or a chunked body the
   server cannot read answers 400/411/413 before any view: JSON for the API, a plain escaped page
   elsewhere. JSON bodies themselves are checked by the API's parser (agents.api.parsers).
+- AccessMemoMiddleware: a request reads each person's workspace and domain ids once (memory.access).
 - DatabaseUnavailableMiddleware: pages answer 503 with a friendly page and Retry-After when the
   database cannot be reached, as the API does (agents.api.errors).
 """
@@ -25,6 +26,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.template.loader import render_to_string
 
+from memory import access
 from memory.safe_json import INT_MAX, INT_MIN, has_bad_characters
 
 logger = logging.getLogger("engram.edge")
@@ -186,3 +188,15 @@ class DatabaseUnavailableMiddleware:
         if isinstance(exception, (OperationalError, InterfaceError)):
             return database_unavailable(request, exception)
         return None
+
+
+class AccessMemoMiddleware:
+    """The rules of memory.access read a person's workspaces and domains once per request (as id
+    lists, read anew when rights change) instead of compiling them as subqueries for every list."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        with access.remembering():
+            return self.get_response(request)

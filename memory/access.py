@@ -26,7 +26,9 @@ Nothing outside this module reads `is_superuser`, `is_staff` or `WorkspaceMember
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Literal
 
 from django.contrib.auth import get_user_model
@@ -53,8 +55,8 @@ SCOPES: dict[str, tuple[str, str | None]] = {
     "memory.replay": ("candidate__workspace", "candidate__domain"),
     "memory.promotiondecision": ("candidate__workspace", "candidate__domain"),
     "memory.workingmemory": ("agent__workspace", None),
-    "agents.bankitem": ("run__workspace", None),
-    "agents.intervention": ("run__workspace", None),
+    "memory.bankitem": ("run__workspace", None),
+    "memory.intervention": ("run__workspace", None),
     "review.reviewitem": ("review__workspace", None),  # its domain: the review app's rule (RULES)
     "memory.auditevent": ("workspace", "domain"),
 }
@@ -99,6 +101,92 @@ def superusers() -> QuerySet:
     return get_user_model()._default_manager.filter(is_superuser=True, is_active=True)
 
 
+# --- Who holds what, read once per request ------------------------------------------------------
+# Every rule below filters on the workspaces and domains a person holds. As subqueries, Django
+# compiled them again for every list a page reads (a dozen nested subqueries with guardian's
+# joins: two thirds of the dashboard's time) and PostgreSQL planned them again. Inside
+# `remembering()` (a request: config.middleware.AccessMemoMiddleware) they are read once as ids;
+# any change to memberships, domains or reviewer permissions (signals, `forget_rights`) makes the
+# next rule read them anew, so a request that changes rights then lists sees the change.
+_remembered: ContextVar[dict[tuple[Any, ...], dict[str, list[int]]] | None] = ContextVar(
+    "engram_access_ids", default=None
+)
+_rights_version = 0
+
+
+@contextmanager
+def remembering() -> Iterator[None]:
+    """Within this block, each person's workspace and domain ids are read once (see above)."""
+    token = _remembered.set({})
+    try:
+        yield
+    finally:
+        _remembered.reset(token)
+
+
+def forget_rights(*args: Any, **kwargs: Any) -> None:
+    """Rights changed somewhere (a signal receiver): ids remembered so far are read anew."""
+    global _rights_version
+    _rights_version += 1
+
+
+def _remembered_ids(user: Any, kind: str, read: Callable[[], dict[str, list[int]]]) -> dict[str, list[int]] | None:
+    """Inside `remembering()`, `read()`'s lists (by action) read once per person and kind; None outside."""
+    memo = _remembered.get()
+    if memo is None or getattr(user, "pk", None) is None:
+        return None
+    key = (kind, user.pk, _rights_version)
+    if key not in memo:
+        memo[key] = read()
+    return memo[key]
+
+
+def _workspace_pks(user: Any, action: str) -> QuerySet | list[int]:
+    """Ids of the workspaces an active, non-superuser `user` is a member (or, to administer, an
+    admin) of: inside `remembering()` a list (one query for both), otherwise a subquery."""
+    memberships = WorkspaceMembership.objects.filter(user=user)
+
+    def read() -> dict[str, list[int]]:
+        rows = list(memberships.values_list("workspace_id", "is_admin"))
+        return {"view": sorted(w for w, _ in rows), "administer": sorted(w for w, admin in rows if admin)}
+
+    remembered = _remembered_ids(user, "workspaces", read)
+    wanted = "administer" if action == "administer" else "view"
+    if remembered is not None:
+        return remembered[wanted]
+    if wanted == "administer":
+        memberships = memberships.filter(is_admin=True)
+    return memberships.values_list("workspace_id", flat=True)
+
+
+def _domain_pks(user: Any, action: str) -> QuerySet | list[int]:
+    """Ids of the domains an active, non-superuser `user` may `action` (see domains): inside
+    `remembering()` a list (one query for every action), otherwise a subquery."""
+
+    def read() -> dict[str, list[int]]:
+        rows = list(domains(user, "decide", remembered=False).values_list("pk", "workspace_id"))
+        administered = set(_workspace_pks(user, "administer"))
+        # Every domain of a workspace one administers is one they decide on too.
+        return {"decide": sorted(d for d, _ in rows), "administer": sorted(d for d, w in rows if w in administered)}
+
+    remembered = _remembered_ids(user, "domains", read)
+    wanted = "administer" if action == "administer" else "decide"
+    if remembered is not None:
+        return remembered[wanted]
+    return domains(user, wanted, remembered=False).values_list("pk", flat=True)
+
+
+def workspace_pks(user: Any, action: str = "view") -> QuerySet | list[int]:
+    """Ids of the workspaces where active, non-superuser `user` may `action`: a list inside
+    `remembering()`, a subquery otherwise (for rules written in SQL)."""
+    return _workspace_pks(user, action)
+
+
+def domain_pks(user: Any, action: str = "decide") -> QuerySet | list[int]:
+    """Ids of the domains active, non-superuser `user` may `action`, as workspace_pks."""
+    return _domain_pks(user, action)
+
+
 def workspaces(user: Any, action: str = "view") -> QuerySet[Workspace]:
     """Workspaces where `user` may `action` something: members for view/decide, admins for administer."""
     if action not in ACTIONS:
@@ -108,14 +196,16 @@ def workspaces(user: Any, action: str = "view") -> QuerySet[Workspace]:
         return qs.none()
     if _is_superuser(user):
         return qs
-    memberships = WorkspaceMembership.objects.filter(user=user)
-    if action == "administer":
-        memberships = memberships.filter(is_admin=True)
-    return qs.filter(pk__in=memberships.values("workspace_id"))
+    return qs.filter(pk__in=_workspace_pks(user, action))
 
 
-def domains(user: Any, action: str = "decide", workspace: Workspace | int | None = None) -> QuerySet[MemoryDomain]:
-    """Domains on which `user` may `action` (view and decide are the same set for domains)."""
+def domains(
+    user: Any, action: str = "decide", workspace: Workspace | int | None = None, *, remembered: bool = True
+) -> QuerySet[MemoryDomain]:
+    """Domains on which `user` may `action` (view and decide are the same set for domains).
+    `remembered=False` builds them as subqueries even inside `remembering()`: a queryset that
+    refers to an outer query's annotations (review.access's item rule) needs that form, as
+    Django relabels the aliases of a list form's nesting onto the outer query's."""
     qs = MemoryDomain.objects.all()
     if workspace is not None:
         qs = qs.filter(workspace=workspace)
@@ -123,14 +213,16 @@ def domains(user: Any, action: str = "decide", workspace: Workspace | int | None
         return qs.none()
     if _is_superuser(user):
         return qs
-    administered = workspaces(user, "administer").values("pk")
+    if remembered and _remembered.get() is not None:
+        return qs.filter(pk__in=_domain_pks(user, action))
+    memberships = WorkspaceMembership.objects.filter(user=user)
+    administered = memberships.filter(is_admin=True).values("workspace_id")
     if action == "administer":
         return qs.filter(workspace__in=administered)
-    member_of = workspaces(user, "view").values("pk")
     reviewer = Q(pk__in=_reviewer_domain_pks(user, UserObjectPermission)) | Q(
         pk__in=_reviewer_domain_pks(user, GroupObjectPermission)
     )
-    return qs.filter(Q(workspace__in=administered) | (Q(workspace__in=member_of) & reviewer))
+    return qs.filter(Q(workspace__in=administered) | (Q(workspace__in=memberships.values("workspace_id")) & reviewer))
 
 
 def _reviewer_domain_pks(user: Any, model: type[models.Model]) -> QuerySet:
@@ -153,6 +245,10 @@ def _reviewer_domain_pks(user: Any, model: type[models.Model]) -> QuerySet:
 
 
 def domain_ids(user: Any, action: str = "decide", workspace_ids: list[int] | None = None) -> set[int]:
+    if workspace_ids is None and _active(user) and not _is_superuser(user):
+        pks = _domain_pks(user, action)
+        if isinstance(pks, list):  # remembered: no query
+            return set(pks)
     qs = domains(user, action)
     if workspace_ids is not None:
         qs = qs.filter(workspace_id__in=workspace_ids)
@@ -190,11 +286,11 @@ def restrict(
     ws_lookup = workspace_lookup or default_ws
     dom_lookup = default_domain if domain_lookup == "" else domain_lookup
     if action == "administer":
-        return queryset.filter(**{f"{ws_lookup}__in": workspaces(user, "administer").values("pk")})
-    queryset = queryset.filter(**{f"{ws_lookup}__in": workspaces(user, "view").values("pk")})
+        return queryset.filter(**{f"{ws_lookup}__in": _workspace_pks(user, "administer")})
+    queryset = queryset.filter(**{f"{ws_lookup}__in": _workspace_pks(user, "view")})
     label = queryset.model._meta.label_lower
     if dom_lookup is not None:
-        in_domains = Q(**{f"{dom_lookup}__in": domains(user, action).values("pk")})
+        in_domains = Q(**{f"{dom_lookup}__in": _domain_pks(user, action)})
         if label in OPTIONAL_DOMAIN:
             in_domains |= Q(**{f"{dom_lookup}__isnull": True})
         queryset = queryset.filter(in_domains)
@@ -214,9 +310,9 @@ def _exposure_rule(queryset: QuerySet, user: Any, action: str) -> QuerySet:
     """An exposure names its fact or policy by id only: a workspace admin sees the workspace's
     whole trail (rows of erased facts included), anyone else the rows of facts and policies in
     domains they may see."""
-    seen = domains(user, action).values("pk")
+    seen = _domain_pks(user, action)
     return queryset.filter(
-        Q(workspace__in=workspaces(user, "administer").values("pk"))
+        Q(workspace__in=_workspace_pks(user, "administer"))
         | Q(fact_id__in=Fact.objects.filter(domain__in=seen).values("pk"))
         | Q(policy_id__in=Policy.objects.filter(domain__in=seen).values("pk"))
     )

@@ -15,6 +15,22 @@ def _preload() -> None:
         pair_model.get()
 
 
+def _forget_rights_on_change() -> None:
+    """memory.access.forget_rights on every change to memberships, workspaces, domains, reviewer
+    permissions (guardian's rows, a person's or a group's) and group membership."""
+    from django.contrib.auth import get_user_model
+    from django.db.models.signals import m2m_changed, post_delete, post_save
+    from guardian.models import GroupObjectPermission, UserObjectPermission
+
+    from memory.access import forget_rights
+    from memory.models import MemoryDomain, Workspace, WorkspaceMembership
+
+    for model in (WorkspaceMembership, Workspace, MemoryDomain, UserObjectPermission, GroupObjectPermission):
+        for signal in (post_save, post_delete):
+            signal.connect(forget_rights, sender=model, dispatch_uid=f"engram-rights-{signal}-{model.__name__}")
+    m2m_changed.connect(forget_rights, sender=get_user_model().groups.through, dispatch_uid="engram-rights-user-groups")
+
+
 class MemoryConfig(AppConfig):
     name = "memory"
     default_auto_field = "django.db.models.BigAutoField"
@@ -29,6 +45,9 @@ class MemoryConfig(AppConfig):
         from memory.classifier import forget_readings
 
         register_cache(forget_readings)
+
+        # What people hold, remembered per request by memory.access: any change is read anew.
+        _forget_rights_on_change()
 
         # Web processes load the embedding model in the background at start, so the first
         # search does not pay the ~5 s torch import.

@@ -31,7 +31,8 @@ def _by_kind(data: dict, kind: str) -> list[dict]:
 def test_each_domain_is_a_parent_node_holding_its_facts(world, django_assert_max_num_queries):
     graph = graph_world.build(world)
     client = _client(world.admin_user)
-    with django_assert_max_num_queries(8):  # session, person, workspace, domains, facts, conflicts, episodes
+    # session, person, their memberships and domains (read once a request), workspace, domains, facts, conflicts, episodes
+    with django_assert_max_num_queries(9):
         data = _graph(world.admin_user, client=client)
     domains = {d["id"]: d["label"] for d in _by_kind(data, "domain")}
     assert sorted(domains.values()) == sorted(d.label for d in graph.domains)

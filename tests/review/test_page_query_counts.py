@@ -137,7 +137,9 @@ def test_every_page_costs_the_same_queries_at_ten_times_the_facts_and_items(worl
     large = query_counts(reviewer, pages(items))
     # Never more: the dashboard's activity may read fewer kinds of target when one kind fills it.
     assert {name: count for name, count in large.items() if count > small[name]} == {}
-    assert max(small.values()) <= 30, small  # a candidate past the first page: the list read twice
+    # A candidate past the first page: the list read twice. Every page also reads the person's
+    # memberships and domains once (memory.access.remembering), where its rules named them as subqueries.
+    assert max(small.values()) <= 32, small
 
 
 def test_the_browser_counts_up_to_the_cap_and_says_there_are_more(world, reviewer, monkeypatch):
