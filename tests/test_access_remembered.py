@@ -71,7 +71,17 @@ def _per_repo_review(m: Matrix) -> tuple[RememberReview, Any, Any]:
 
 def test_the_remembered_ids_answer_as_the_subqueries_for_every_persona_model_and_action(matrix: Matrix) -> None:
     review, context_reviewer, other_context_reviewer = _per_repo_review(matrix)
-    people = {**_people(matrix), "context_reviewer": context_reviewer, "other": other_context_reviewer}
+    # A reviewer through a group only.
+    by_group = UserFactory(username="bygroup", is_staff=False)
+    MembershipFactory(user=by_group, workspace=matrix.workspaces["ws"].workspace)
+    matrix.group.user_set.add(by_group)
+    assign_perm("memory.review_domain", matrix.group, matrix.rows["memory.fact"]["out"].domain)
+    people = {
+        **_people(matrix),
+        "context_reviewer": context_reviewer,
+        "other": other_context_reviewer,
+        "by_group": by_group,
+    }
     compared = 0
     for name, user in people.items():
         for label in LABELS:
@@ -88,6 +98,10 @@ def test_the_remembered_ids_answer_as_the_subqueries_for_every_persona_model_and
     with access.remembering():
         assert _seen("review.rememberreview", context_reviewer, "view") == {review.pk}
         assert _seen("review.rememberreview", other_context_reviewer, "view") == set()
+        incidents = matrix.rows["memory.fact"]["out"].domain
+        assert _seen("memory.fact", by_group, "decide") == set(
+            Fact.objects.filter(domain=incidents).values_list("pk", flat=True)
+        )
         assert _seen("review.reviewitem", matrix.users["reviewer"], "decide") == {
             matrix.rows["review.reviewitem"]["in"].pk,
             matrix.rows["review.rememberreview"]["in"].items.get().pk,
