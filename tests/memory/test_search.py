@@ -3,10 +3,12 @@
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from memory.actors import Actor
 from memory.models import EpisodeFact, Fact
+from memory.search import voices
 from memory.search.hybrid import search_memory
 from memory.search.intent import Intent, classify
 from memory.services.embedding import embed_missing
@@ -23,7 +25,13 @@ def make(world, content, *, topic="t", days=0, domain=None, **kw):
 
 
 def ready():
+    """Vectors for the test's facts, and the lexical voice's term statistics read from them: its
+    weights come from pg_stats, which autovacuum refreshes whenever it runs (another test's committed
+    rows one time, this test's another), so a test ranking by them reads them from its own facts."""
     embed_missing()
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memory_fact")
+    voices.forget_statistics()
 
 
 def ids(result):
