@@ -58,7 +58,16 @@ from tqdm import tqdm  # noqa: E402
 from agents.services import create_agent, rotate_key  # noqa: E402
 from bench import corpus  # noqa: E402
 from bench.common import recreate_database  # noqa: E402
-from bench.overhead import HYBRID_VS_PGVECTOR, ME, OVERHEAD_TARGETS, TAIL_TARGET, overheads  # noqa: E402
+from bench.overhead import (  # noqa: E402
+    HYBRID_VS_PGVECTOR,
+    LEXICAL_RANKING,
+    ME,
+    OVERHEAD_TARGETS,
+    SEMANTIC_RANKING,
+    TAIL_TARGET,
+    overheads,
+    ranking_overheads,
+)
 from memory.actors import Actor  # noqa: E402
 from memory.embeddings import embed_texts  # noqa: E402
 from memory.models import (  # noqa: E402
@@ -297,6 +306,14 @@ def summarise(name: str, latencies: list[float], errors: int) -> dict:
 
 def sql_baseline(name: str, sql: str, params: Callable[[int], list], clients: int = 2) -> dict:
     """`sql` alone (no HTTP, no Django) over the same table, `clients` connections at once."""
+    return _statements(name, lambda i: (sql, params(i)), clients)
+
+
+def _statements(name: str, statement: Callable[[int], tuple[str, list]], clients: int) -> dict:
+    """statement(i) for i = client, client + clients, … alone, `clients` connections at once, for
+    SECONDS, at the database's hnsw.ef_search (migration 0006). Bound on the client, as Django's
+    PostgreSQL backend sends them (server-side parameters are planned without their values:
+    plainto_tsquery($1) is then evaluated per row, and the lexical statement took twice as long)."""
     settings = connections["default"].settings_dict
     latencies: list[float] = []
     lock = threading.Lock()
@@ -309,10 +326,11 @@ def sql_baseline(name: str, sql: str, params: Callable[[int], list], clients: in
             user=settings["USER"],
             dbname=settings["NAME"],
             autocommit=True,
+            cursor_factory=psycopg.ClientCursor,
         ) as conn:
             i = c
             while time.monotonic() < stop:
-                values = params(i)
+                sql, values = statement(i)
                 began = time.perf_counter()
                 conn.execute(sql, values).fetchall()
                 with lock:
@@ -349,6 +367,25 @@ def fulltext_baseline(tasks: list[str], clients: int = 2) -> dict:
         "ORDER BY ts_rank(search_vector, plainto_tsquery('english', %s)) DESC LIMIT 10"
     )
     return sql_baseline("full-text top-10 (SQL)", sql, lambda i: [tasks[i % len(tasks)]] * 2, clients)
+
+
+def ranking_baselines(tasks: list[str], vectors: list[list[float]], clients: int = 2) -> list[dict]:
+    """The endpoints' own ranking statements alone, as search sends them for the bench agent
+    (memory.search.voices: scope, grants, IDF weights, decay; built here, run over psycopg with no
+    Django): the lexical voice's (every mode runs it) and the semantic voice's, `CANDIDATES` rows
+    each. What the issue's floors leave out: an OR query scored per term is more work than the
+    full-text floor's AND query by ts_rank, and the scoped HNSW query than the bare one."""
+    from memory.search import voices
+    from memory.search.hybrid import CANDIDATES
+
+    scope = voices.Scope(agent=Agent.objects.get(name="bench-agent"))
+    lexical = [voices.lexical_sql(scope, task, limit=CANDIDATES) for task in tasks]
+    lexical = [q for q in lexical if q is not None]
+    semantic = [voices.semantic_sql(scope, vector, limit=CANDIDATES) for vector in vectors]
+    return [
+        _statements(name, lambda i, q=queries: q[i % len(q)], clients)
+        for name, queries in ((LEXICAL_RANKING, lexical), (SEMANTIC_RANKING, semantic))
+    ]
 
 
 def hnsw_recall(vectors: list[list[float]]) -> dict[int, float]:
@@ -499,6 +536,7 @@ def measure(key: str, size: int, ingest_rate: float) -> dict:
         rows.append({**pgvector_baseline(vectors, clients), "clients": clients, "server": PRIMARY})
         rows.append({**fulltext_baseline(tasks, clients), "clients": clients, "server": PRIMARY})
         rows.append({**embedding_baseline(tasks, clients), "clients": clients, "server": PRIMARY})
+        rows += [{**r, "clients": clients, "server": PRIMARY} for r in ranking_baselines(tasks, vectors, clients)]
     if REPLICA:
         connections.close_all()
         with replica_env() as extra_env:
@@ -545,6 +583,26 @@ def report_overheads(result: dict) -> None:
         print(
             f"{line['name']:<10}{line['clients']:>8}{line['p50']:>8.1f}{line['floor']:>8.1f}{line['overhead']:>10.1f}"
             f"{OVERHEAD_TARGETS[line['name']]:>8g}{line['tail']:>9.2f}  {'; '.join(verdict)}"
+        )
+    report_ranking_overheads(result)
+
+
+def report_ranking_overheads(result: dict) -> None:
+    """The same overheads above the endpoint's own ranking SQL (ranking_baselines) in place of the
+    issue's floors: what the request path costs beyond the statements search must send."""
+    lines = ranking_overheads(result)
+    if not lines:
+        return
+    print(
+        f"\noverhead above the endpoint's own ranking SQL = p50 − ({ME} + the ranking statements it sends"
+        " + the query embedding where it waits for it), same run, primary alone"
+    )
+    print(f"{'endpoint':<10}{'clients':>8}{'p50':>8}{'parts':>8}{'overhead':>10}{'target':>8}  verdict")
+    for line in lines:
+        verdict = "met" if line["overhead_met"] else "NOT met"
+        print(
+            f"{line['name']:<10}{line['clients']:>8}{line['p50']:>8.1f}{line['floor']:>8.1f}{line['overhead']:>10.1f}"
+            f"{OVERHEAD_TARGETS[line['name']]:>8g}  {verdict}"
         )
 
 

@@ -1,7 +1,16 @@
 """`make bench`'s overhead report (issue 38): an endpoint's overhead is its p50 minus the p50s of
 the parts it cannot avoid, measured in the same run; its tail is p95 / p50."""
 
-from bench.overhead import EMBEDDING, FULLTEXT, ME, PGVECTOR, overheads
+from bench.overhead import (
+    EMBEDDING,
+    FULLTEXT,
+    LEXICAL_RANKING,
+    ME,
+    PGVECTOR,
+    SEMANTIC_RANKING,
+    overheads,
+    ranking_overheads,
+)
 
 
 def row(name: str, p50: float, p95: float, clients: int = 2, server: str = "primary") -> dict:
@@ -42,3 +51,27 @@ def test_parts_are_read_at_the_same_client_count_and_server():
         ]
     }
     assert overheads(result) == []  # GET me/ at 2 clients on the primary was not measured
+
+
+def test_the_restated_floor_is_the_endpoints_own_ranking_sql():
+    """Keyword and preamble: GET me/ + the lexical ranking statement. Semantic and hybrid also wait
+    for the embedding, which runs beside the lexical statement (the longer counts), then the
+    semantic statement."""
+    result = {
+        "rows": [
+            row(ME, 2.0, 3.0),
+            row(EMBEDDING, 6.0, 8.0),
+            row(LEXICAL_RANKING, 4.0, 6.0),
+            row(SEMANTIC_RANKING, 3.0, 4.0),
+            row("keyword", 7.0, 9.0),
+            row("semantic", 20.0, 30.0),
+        ]
+    }
+    lines = {line["name"]: line for line in ranking_overheads(result)}
+    assert lines["keyword"]["floor"] == 6.0 and lines["keyword"]["overhead"] == 1.0 and lines["keyword"]["overhead_met"]
+    assert lines["semantic"]["floor"] == 11.0 and lines["semantic"]["overhead"] == 9.0
+    assert not lines["semantic"]["overhead_met"]
+    assert set(lines) == {"keyword", "semantic"}
+    slower_lexical = {"rows": [*result["rows"][:2], row(LEXICAL_RANKING, 9.0, 10.0), *result["rows"][3:]]}
+    assert {x["name"]: x["floor"] for x in ranking_overheads(slower_lexical)}["semantic"] == 14.0
+    assert ranking_overheads({"rows": result["rows"][1:]}) == []  # GET me/ not measured
