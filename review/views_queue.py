@@ -172,11 +172,12 @@ def queue_page(request: HttpRequest) -> HttpResponse:
     return render(request, name, _queue_context(request))
 
 
-def _detail_context(request: HttpRequest, kind: str, pk: int) -> dict:
+def _detail_context(request: HttpRequest, kind: str, pk: int, listed: QueueEntry | None = None) -> dict:
     """Everything the detail of one item shows, pending or decided: a decided item (no longer in the
     person's queue) is shown read-only with who decided it and, for a candidate, what became of it.
-    Raises Http404 outside the person's workspaces and reviewable domains."""
-    entry = entry_for(request.user, kind, pk)
+    Raises Http404 outside the person's workspaces and reviewable domains. `listed`: the item's entry
+    as the list beside it just read it (it waits, so it is read again only when not given)."""
+    entry = listed or entry_for(request.user, kind, pk)
     pending = entry is not None
     if entry is None:
         entry = item_entry(request.user, kind, pk)
@@ -231,16 +232,18 @@ def _is_htmx(request: HttpRequest) -> bool:
     return bool(htmx and not htmx.boosted and not htmx.history_restore_request)
 
 
-def _render_item(request: HttpRequest, context: dict[str, Any], *, status: int = 200) -> HttpResponse:
+def _render_item(
+    request: HttpRequest, context: dict[str, Any], *, status: int = 200, listing: dict[str, Any] | None = None
+) -> HttpResponse:
     """The detail fragment for htmx; else the whole queue page with this item open and marked in
     the list, on the page that holds it, with the filters its URL carries (an item's URL can be
-    reloaded, bookmarked, shared, opened in a tab)."""
+    reloaded, bookmarked, shared, opened in a tab). `listing`: that list's context, when already read."""
     if _is_htmx(request):
         return render(
             request, "review/queue_detail.html", {**context, "list_query": _asked_list_query(request)}, status=status
         )
-    full = {**_queue_context(request, current_key=f"{context['kind']}-{context['pk']}"), **context}
-    return render(request, "review/queue_item.html", full, status=status)
+    listing = listing or _queue_context(request, current_key=f"{context['kind']}-{context['pk']}")
+    return render(request, "review/queue_item.html", {**listing, **context}, status=status)
 
 
 def _item_redirect(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
@@ -252,7 +255,13 @@ def _item_redirect(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
 
 @login_required
 def queue_detail(request: HttpRequest, kind: str, pk: str) -> HttpResponse:
-    return _render_item(request, _detail_context(request, kind, int(pk)))
+    if _is_htmx(request):
+        return _render_item(request, _detail_context(request, kind, int(pk)))
+    # The whole page: the list first, whose entry for the item (when listed) is the detail's own.
+    key = f"{kind}-{pk}"
+    listing = _queue_context(request, current_key=key)
+    listed = next((e for e in listing["entries"] if e.key == key), None)
+    return _render_item(request, _detail_context(request, kind, int(pk), listed), listing=listing)
 
 
 def _trigger(kind: str, pk: int) -> str:
