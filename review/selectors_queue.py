@@ -77,14 +77,20 @@ class QueueEntry:
 
 
 def queue(
-    user: Any, params: dict[str, str], *, limit: int | None = None, pk: int | None = None
+    user: Any,
+    params: dict[str, str],
+    *,
+    limit: int | None = None,
+    pk: int | None = None,
+    ahead_of: int | None = None,
 ) -> tuple[list[QueueEntry], dict[str, int]]:
     """Entries filtered by workspace, domain, kind, agent and age, newest (default) or oldest
     first, at most `limit` of each kind (LIST_LIMIT; 0: none, the counts only), and the count of
     each kind over every item the other filters leave, listed or not: the kind filter narrows
     the list, not the counts (issue 37). With `pk`, only the item of that primary key, of the
     filtered kind alone (entry_for): an item past the list is as much the person's as a listed
-    one. A bounded number of queries whatever the queue's length."""
+    one. With `ahead_of` (and `limit=0`), the filtered kind's count is of the items that come before
+    that one in the page's order (items_ahead). A bounded number of queries whatever the queue's length."""
     limit = LIST_LIMIT if limit is None else limit
     domain_ids = reviewable_domain_ids(user)
     visible = access.workspaces(user, "view")
@@ -101,7 +107,7 @@ def queue(
     if params.get("age", "").isdecimal():  # a century at most: further back is before year 1
         since = timezone.now() - timedelta(days=min(int(params["age"]), MAX_AGE_DAYS))
     listed = [params["kind"]] if params.get("kind") in KINDS else list(KINDS)
-    kinds = listed if pk is not None else list(KINDS)
+    kinds = listed if pk is not None or ahead_of is not None else list(KINDS)
     oldest = params.get("order") == "oldest"
     agent = params.get("agent") or None
     entries: list[QueueEntry] = []
@@ -119,6 +125,15 @@ def queue(
             items = items.filter(by_agent)
         if pk is not None:
             items = items.filter(pk=pk)
+        if ahead_of is not None:
+            mark = items.filter(pk=ahead_of).values_list(moment, flat=True).first()
+            # Newest first: a later moment, or the same moment and a greater id (the order below).
+            before = "lt" if oldest else "gt"
+            items = (
+                items.none()  # not of this list (or no moment): counted as first, so it is looked for
+                if mark is None
+                else items.filter(Q(**{f"{moment}__{before}": mark}) | Q(**{moment: mark, f"id__{before}": ahead_of}))
+            )
         ordered = items.order_by(*((moment, "id") if oldest else (f"-{moment}", "-id")))
         most = cap(kind)
         first = list(ordered[:most]) if most else []
@@ -215,6 +230,15 @@ def queue(
         ]
     entries.sort(key=lambda e: e.created_at, reverse=not oldest)
     return entries, counts
+
+
+def items_ahead(user: Any, params: dict[str, str], kind: str, pk: int) -> int | None:
+    """How many items of `kind` come before item `pk` in the list's order under `params` (its
+    place in its kind: at LIST_LIMIT or more it is not listed). None for candidates, whose
+    waiting is read in Python (their place is found by reading the list)."""
+    if kind not in KINDS or kind == "candidate":
+        return None
+    return queue(user, {**params, "kind": kind}, limit=0, ahead_of=pk)[1][kind]
 
 
 def queue_counts(user: Any) -> dict[str, int]:

@@ -124,9 +124,23 @@ def _read_list(
     reach = min(selectors_queue.LIST_LIMIT, _pages_to_read(request.GET.get("page")) * PAGE_SIZE)
     entries, counts = queue(request.user, params, limit=reach)
     entries = entries[:reach]  # past it, other kinds' entries may be missing
-    if current_key and reach < selectors_queue.LIST_LIMIT and not any(e.key == current_key for e in entries):
+    missing = bool(current_key) and not any(e.key == current_key for e in entries)
+    if missing and reach < selectors_queue.LIST_LIMIT and _may_be_listed(request, params, current_key or "", counts):
         entries, counts = queue(request.user, params)
     return entries, counts
+
+
+def _may_be_listed(request: HttpRequest, params: dict[str, str], key: str, counts: dict[str, int]) -> bool:
+    """Whether the item `key` may lie in the list past what was read: not when the kind filter
+    leaves its kind out, nor when LIST_LIMIT or more of its kind come before it (the oldest of a
+    long kind: reading the whole list to learn it is not there took 240 ms at 10k facts)."""
+    kind, _, pk = key.partition("-")
+    if params.get("kind") in KINDS and params["kind"] != kind:
+        return False
+    if counts.get(kind, 0) <= selectors_queue.LIST_LIMIT or not pk.isdecimal():
+        return True
+    ahead = selectors_queue.items_ahead(request.user, params, kind, int(pk))
+    return ahead is None or ahead < selectors_queue.LIST_LIMIT
 
 
 def _queue_context(request: HttpRequest, current_key: str | None = None) -> dict:

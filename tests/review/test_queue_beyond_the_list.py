@@ -113,3 +113,37 @@ def test_an_item_beyond_the_list_stays_hidden_from_a_reviewer_of_other_domains(w
     assert client.post(f"/review/challenged/{facts[0].pk}/decide/", {"action": "revalidate"}, **HX).status_code == 404
     assert Fact.objects.get(pk=facts[0].pk).status == "challenged"
     assert queue(world.reviewer, {})[1]["challenged"] == 0
+
+
+def test_an_item_past_the_list_is_not_looked_for_in_the_whole_list(world, client, arch_reviewer, monkeypatch):
+    """An item's page reads the list's first page; only an item that may lie further in the list
+    has the whole list read to find its page (issue 38: the oldest of 201 possible conflicts took
+    240 ms to learn it was not listed). Four items come before the oldest: past LIST_LIMIT."""
+    from review import views_queue
+
+    monkeypatch.setattr(views_queue, "PAGE_SIZE", 1)
+    whole: list[dict] = []
+    read = views_queue.queue
+
+    def counting(user, params, **kwargs):
+        if kwargs.get("limit") is None and kwargs.get("pk") is None:
+            whole.append(params)
+        return read(user, params, **kwargs)
+
+    monkeypatch.setattr(views_queue, "queue", counting)
+    facts = five_challenged(world)
+    client.force_login(arch_reviewer)
+    page = client.get(f"/review/challenged/{facts[0].pk}/")
+    assert page.status_code == 200 and page.context["pending"] is True
+    assert page.context["current_listed"] is False and whole == []
+    # Two come before the third oldest: it is listed, on the third page, found by reading the list.
+    page = client.get(f"/review/challenged/{facts[2].pk}/")
+    assert page.context["current_listed"] is True and page.context["page_obj"].number == 3
+    assert len(whole) == 1
+    # Oldest first, the oldest is the first: listed on the first page, nothing more read.
+    page = client.get(f"/review/challenged/{facts[0].pk}/?order=oldest")
+    assert page.context["current_listed"] is True and page.context["page_obj"].number == 1
+    assert len(whole) == 1
+    # The kind filter leaves it out: not looked for.
+    page = client.get(f"/review/challenged/{facts[2].pk}/?kind=candidate")
+    assert page.context["current_listed"] is False and len(whole) == 1
