@@ -176,3 +176,20 @@ def test_the_question_page_lists_the_pairs_asked_with_it(world, client):
     # the joined pair is not a queue item of its own while its question waits
     assert client.get(f"/review/possible/{joined.pk}/").status_code in (200, 404)
     assert joined not in _waiting(world)
+
+
+def test_a_joined_pair_is_asked_on_its_own_once_its_question_no_longer_waits(world):
+    """selectors.ASKED_ALONE, as the queue reads it: a pair joined to a question waits with it while
+    the question is open with both facts live; once one of the question's facts leaves the live set
+    (retired or superseded; the pair's own facts still live), the pair is asked on its own."""
+    x, y, new = _facts(world, "The cache is Redis.", "The cache holds 2 GB.", "The cache is now in memory.")
+    head = ask(proposed=new, chosen=_unsure(x, 0.9), matches=[_unsure(x, 0.9), _unsure(y, 0.7)], by=Actor.system("t"))
+    joined = Conflict.objects.get(existing=y, proposed=new)
+    assert joined.question_id == head.pk and _waiting(world) == [head]
+    # The question's other fact retired behind the pair's back (an edit elsewhere): its question no longer waits.
+    Fact.objects.filter(pk=x.pk).update(status="deprecated")
+    assert _waiting(world) == [joined]
+    Fact.objects.filter(pk=x.pk).update(status="active")
+    assert _waiting(world) == [head]
+    Fact.objects.filter(pk=x.pk).update(superseded_by=y, superseded_at=timezone.now())  # superseded: not live either
+    assert _waiting(world) == [joined]
