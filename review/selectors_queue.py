@@ -126,14 +126,18 @@ def queue(
         if pk is not None:
             items = items.filter(pk=pk)
         if ahead_of is not None:
-            mark = items.filter(pk=ahead_of).values_list(moment, flat=True).first()
-            # Newest first: a later moment, or the same moment and a greater id (the order below).
-            before = "lt" if oldest else "gt"
-            items = (
-                items.none()  # not of this list (or no moment): counted as first, so it is looked for
-                if mark is None
-                else items.filter(Q(**{f"{moment}__{before}": mark}) | Q(**{moment: mark, f"id__{before}": ahead_of}))
-            )
+            row = items.filter(pk=ahead_of).values_list(moment).first()
+            # Not of this list at all: every item of the kind comes before it. Without a moment its
+            # place is unknown: none before it, so that it is looked for.
+            before = "lt" if oldest else "gt"  # newest first: a later moment, or the same and a greater id
+            if row is not None:
+                items = (
+                    items.none()
+                    if row[0] is None
+                    else items.filter(
+                        Q(**{f"{moment}__{before}": row[0]}) | Q(**{moment: row[0], f"id__{before}": ahead_of})
+                    )
+                )
         ordered = items.order_by(*((moment, "id") if oldest else (f"-{moment}", "-id")))
         most = cap(kind)
         first = list(ordered[:most]) if most else []
@@ -234,8 +238,9 @@ def queue(
 
 def items_ahead(user: Any, params: dict[str, str], kind: str, pk: int) -> int | None:
     """How many items of `kind` come before item `pk` in the list's order under `params` (its
-    place in its kind: at LIST_LIMIT or more it is not listed). None for candidates, whose
-    waiting is read in Python (their place is found by reading the list)."""
+    place in its kind: at LIST_LIMIT or more it is not listed), all of them when it is not in that
+    list. None for candidates, whose waiting is read in Python (their place is found by reading
+    the list)."""
     if kind not in KINDS or kind == "candidate":
         return None
     return queue(user, {**params, "kind": kind}, limit=0, ahead_of=pk)[1][kind]

@@ -147,3 +147,8 @@ def test_an_item_past_the_list_is_not_looked_for_in_the_whole_list(world, client
     # The kind filter leaves it out: not looked for.
     page = client.get(f"/review/challenged/{facts[2].pk}/?kind=candidate")
     assert page.context["current_listed"] is False and len(whole) == 1
+    # No longer waiting (revalidated meanwhile): shown decided, not looked for in the list.
+    Fact.objects.filter(pk=facts[1].pk).update(status="active")
+    page = client.get(f"/review/challenged/{facts[1].pk}/")
+    assert page.status_code == 200 and page.context["pending"] is False
+    assert page.context["current_listed"] is False and len(whole) == 1
