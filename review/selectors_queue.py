@@ -126,18 +126,7 @@ def queue(
         if pk is not None:
             items = items.filter(pk=pk)
         if ahead_of is not None:
-            row = items.filter(pk=ahead_of).values_list(moment).first()
-            # Not of this list at all: every item of the kind comes before it. Without a moment its
-            # place is unknown: none before it, so that it is looked for.
-            before = "lt" if oldest else "gt"  # newest first: a later moment, or the same and a greater id
-            if row is not None:
-                items = (
-                    items.none()
-                    if row[0] is None
-                    else items.filter(
-                        Q(**{f"{moment}__{before}": row[0]}) | Q(**{moment: row[0], f"id__{before}": ahead_of})
-                    )
-                )
+            items = _ahead_of(items, moment, ahead_of, oldest=oldest)
         ordered = items.order_by(*((moment, "id") if oldest else (f"-{moment}", "-id")))
         most = cap(kind)
         first = list(ordered[:most]) if most else []
@@ -234,6 +223,19 @@ def queue(
         ]
     entries.sort(key=lambda e: e.created_at, reverse=not oldest)
     return entries, counts
+
+
+def _ahead_of(items: QuerySet[Any], moment: str, pk: int, *, oldest: bool) -> QuerySet[Any]:
+    """The items that come before item `pk` in the list's order (newest first: a later moment, or
+    the same and a greater id). All of them when `pk` is not among `items`; none when it has no
+    moment (its place is unknown, so that it is looked for)."""
+    row = items.filter(pk=pk).values_list(moment).first()
+    if row is None:
+        return items
+    if row[0] is None:
+        return items.none()
+    before = "lt" if oldest else "gt"
+    return items.filter(Q(**{f"{moment}__{before}": row[0]}) | Q(**{moment: row[0], f"id__{before}": pk}))
 
 
 def items_ahead(user: Any, params: dict[str, str], kind: str, pk: int) -> int | None:
