@@ -157,6 +157,31 @@ class ProvenanceOut(serializers.Serializer):
     session_key = serializers.CharField(help_text="the session key it was written under (as the fact's `session_key`)")
 
 
+# A recalled fact's rationale (search hits, preamble facts) is cut to this many characters: a
+# remember review's rationale is free text, and a recall answers within its size budget; GET
+# facts/{id}/ has it whole.
+RECALL_RATIONALE_CHARS = 300
+
+
+def provenance_of(fact: Any, *, rationale_chars: int | None = None) -> dict[str, Any]:
+    """ProvenanceOut of `fact` (its originating review read unless already attached); the
+    rationale cut to `rationale_chars` (with "…") when given."""
+    if not hasattr(fact, "origin_review_id"):
+        _attach_origin_reviews([fact])
+    rationale = str(fact.rationale or "")
+    if rationale_chars is not None and len(rationale) > rationale_chars:
+        rationale = rationale[: rationale_chars - 1] + "…"
+    return {
+        "source": str(fact.source),
+        "file": str(fact.source_file),
+        "layer": str(fact.source_layer),
+        "rationale": rationale,
+        "review_id": fact.origin_review_id,
+        "candidate_id": fact.origin_candidate_id,
+        "session_key": str(fact.session_key),
+    }
+
+
 def _attach_origin_reviews(facts: list[Any]) -> None:
     """Set each fact's `origin_review_id` (one query for all; none unless a review stored one)."""
     from review.selectors import origin_review_ids
@@ -214,17 +239,7 @@ class FactOut(serializers.Serializer):
 
     @extend_schema_field(ProvenanceOut)
     def get_provenance(self, fact: Any) -> dict[str, Any]:
-        if not hasattr(fact, "origin_review_id"):
-            _attach_origin_reviews([fact])
-        return {
-            "source": fact.source,
-            "file": fact.source_file,
-            "layer": fact.source_layer,
-            "rationale": fact.rationale,
-            "review_id": fact.origin_review_id,
-            "candidate_id": fact.origin_candidate_id,
-            "session_key": fact.session_key,
-        }
+        return provenance_of(fact)
 
 
 # `closed`: left open, but a fact of the pair is no longer live (memory.selectors.conflict_status).
@@ -651,17 +666,41 @@ class PreambleIn(serializers.Serializer):
     valid_at = MomentField(help_text=VALID_AT_HELP)
 
 
+class RecalledFactListOut(serializers.ListSerializer):
+    """Preamble facts: the originating reviews of all of them are read in one query (none when no
+    fact came from a review)."""
+
+    def to_representation(self, data: Any) -> list[Any]:
+        facts = list(data)
+        _attach_origin_reviews(facts)
+        return super().to_representation(facts)
+
+
+RECALLED_PROVENANCE_HELP = (
+    f"where it came from, as GET facts/{{id}}/ answers it (the rationale cut to {RECALL_RATIONALE_CHARS} characters)"
+)
+
+
 class RecalledFactOut(serializers.Serializer):
+    class Meta:
+        list_serializer_class = RecalledFactListOut
+
     id = serializers.IntegerField()
     domain = serializers.CharField(source="domain.label")
     topic = serializers.CharField()
     content = serializers.CharField()
     scope = serializers.SerializerMethodField(help_text="where a promoted fact applies, where not, how verified")
+    session_key = serializers.CharField(help_text="the session key it was written under; empty when none")
+    provenance = serializers.SerializerMethodField(help_text=RECALLED_PROVENANCE_HELP)
 
     def get_scope(self, fact: Any) -> str:
         from memory.search.preamble import scope_note
 
         return scope_note(fact).strip(" ()")
+
+    @extend_schema_field(ProvenanceOut)
+    def get_provenance(self, fact: Any) -> dict[str, Any]:
+        return provenance_of(fact, rationale_chars=RECALL_RATIONALE_CHARS)
 
     def to_representation(self, fact: Any) -> dict[str, Any]:
         """The declared fields, built directly: the same JSON as DRF's field-by-field rendering
@@ -673,6 +712,8 @@ class RecalledFactOut(serializers.Serializer):
             "topic": str(fact.topic),
             "content": str(fact.content),
             "scope": self.get_scope(fact),
+            "session_key": str(fact.session_key),
+            "provenance": self.get_provenance(fact),
         }
 
 
@@ -710,7 +751,20 @@ class VoicesOut(serializers.Serializer):
 VOICE_NAMES = ("lexical", "semantic", "recency", "graph")
 
 
+class SearchHitListOut(serializers.ListSerializer):
+    """Search hits: the originating reviews of all of them are read in one query (none when no hit
+    came from a review)."""
+
+    def to_representation(self, data: Any) -> list[Any]:
+        hits = list(data)
+        _attach_origin_reviews([hit.fact for hit in hits])
+        return super().to_representation(hits)
+
+
 class SearchHitOut(serializers.Serializer):
+    class Meta:
+        list_serializer_class = SearchHitListOut
+
     id = serializers.IntegerField(source="fact.id")
     domain = serializers.CharField(source="fact.domain.label")
     topic = serializers.CharField(source="fact.topic")
@@ -720,11 +774,17 @@ class SearchHitOut(serializers.Serializer):
     memory_type = serializers.CharField(source="fact.memory_type")
     score = serializers.FloatField()
     voices = VoicesOut()
+    session_key = serializers.CharField(source="fact.session_key", help_text="the session key it was written under")
+    provenance = serializers.SerializerMethodField(help_text=RECALLED_PROVENANCE_HELP)
 
     def get_scope(self, hit: Any) -> str:
         from memory.search.preamble import scope_note
 
         return scope_note(hit.fact).strip(" ()")
+
+    @extend_schema_field(ProvenanceOut)
+    def get_provenance(self, hit: Any) -> dict[str, Any]:
+        return provenance_of(hit.fact, rationale_chars=RECALL_RATIONALE_CHARS)
 
     def to_representation(self, hit: Any) -> dict[str, Any]:
         """The declared fields, built directly: the same JSON as DRF's field-by-field rendering
@@ -741,6 +801,8 @@ class SearchHitOut(serializers.Serializer):
             "memory_type": str(fact.memory_type),
             "score": float(hit.score),
             "voices": {name: None if hit.voices.get(name) is None else int(hit.voices[name]) for name in VOICE_NAMES},
+            "session_key": str(fact.session_key),
+            "provenance": self.get_provenance(hit),
         }
 
 

@@ -474,6 +474,13 @@ HIT_FIELDS = (
     "observed_at",
     "validated_by",
     "human_edited",
+    # provenance (issue 39): what a hit carries as GET facts/{id}/ does
+    "origin",
+    "source",
+    "source_file",
+    "source_layer",
+    "rationale",
+    "origin_candidate_id",
 )
 _JSON_FIELDS = {HIT_FIELDS.index("valid_for"), HIT_FIELDS.index("not_valid_for")}
 _HIT_COLUMNS = ", ".join(f"hit.{name}" for name in HIT_FIELDS) + ", hit_domain.name, hit_domain.repo_id, hit_repo.slug"
