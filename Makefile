@@ -92,7 +92,8 @@ eval: install
 	for set in g h i j k l; do \
 		$(PY) -m bench.eval --data $$set || status=1; \
 	done; \
-	$(PY) -m bench.eval_conversations --part $${CONVERSATIONS:-tune} || status=1; exit $$status
+	$(PY) -m bench.eval_conversations --part $${CONVERSATIONS:-tune} || status=1; \
+	$(PY) -m bench.eval_preamble --part all || status=1; exit $$status
 
 eval-writes: install
 	@status=0; $(PY) -m bench.eval_writes $(EVAL_WRITES_ARGS) || status=1; \

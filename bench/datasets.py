@@ -10,6 +10,10 @@ Every set is JSONL under bench/data/, one object a line; its file name says its 
   written after the ranking's design froze, by authors who never saw it.
 - `recall/conv_<set>.jsonl`, long conversations for bench.eval_conversations (`conversation_rows`):
   `turn` and `question` rows, told apart by `kind`.
+- `recall/preamble_<set>.jsonl`, dispatch tasks for bench.eval_preamble (`preamble_rows`): rows
+  `policy` (key, domain, rule), `fact` (key, domain, topic, content, memory_type, restates: the key
+  of the policy it says again in other words, or null) and `task` (id, task, relevant: the facts
+  that help it, never a restatement; empty when nothing stored helps).
 - `writes/pairs_<author>.jsonl`, labelled write pairs (`pairs`): topic, old, new, label
   (same, contradicts, separate), category; from round 6 on also new_topic and kind (the relation).
 - `writes/stream_<name>.jsonl`, what an agent stores over weeks, for bench.eval_streams
@@ -129,6 +133,11 @@ def search_set(name: str) -> SearchSet:
 def conversation_rows(name: str) -> list[dict[str, Any]]:
     """The turns and questions of conversation set `name` (ca, cb, …), validated."""
     return _load(RECALL / f"conv_{name}.jsonl")
+
+
+def preamble_rows(name: str) -> list[dict[str, Any]]:
+    """The policies, facts and tasks of preamble set `name` (pa, pb, pc), validated."""
+    return _load(RECALL / f"preamble_{name}.jsonl")
 
 
 def stream_rows(name: str) -> list[dict[str, Any]]:
@@ -434,8 +443,48 @@ def _check_stream(rows: list[dict[str, Any]], faults: _Faults) -> None:
             faults.add(r, "`of` is for restatements, updates and contradictions, and only for them")
 
 
+def _check_preamble(rows: list[dict[str, Any]], faults: _Faults) -> None:
+    kinds = ("policy", "fact", "task")
+    good = [r for r in rows if faults.kind(r, "row", kinds)]
+    policies = [
+        r
+        for r in good
+        if r["row"] == "policy" and faults.fields(r, {"row": kinds, "key": str, "domain": str, "rule": str})
+    ]
+    facts = [
+        r
+        for r in good
+        if r["row"] == "fact"
+        and faults.fields(
+            r,
+            {"row": kinds, "key": str, "domain": str, "topic": str, "content": str, "memory_type": MEMORY_TYPES,
+             "restates": (str, type(None))},
+        )
+    ]  # fmt: skip
+    tasks = [
+        r
+        for r in good
+        if r["row"] == "task" and faults.fields(r, {"row": kinds, "id": str, "task": str, "relevant": list})
+    ]
+    faults.unique(policies + facts, lambda r: r["key"], "key")
+    faults.unique(tasks, lambda r: r["id"], "task id")
+    rules = {r["key"] for r in policies}
+    restating = {r["key"] for r in facts if r["restates"] is not None}
+    for r in facts:
+        if r["restates"] is not None and r["restates"] not in rules:
+            faults.add(r, f"restates {r['restates']!r}, no policy's key")
+    keys = {r["key"] for r in facts}
+    for r in tasks:
+        for ref in r["relevant"]:
+            if ref not in keys:
+                faults.add(r, f"{ref!r} is no fact's key")
+            elif ref in restating:
+                faults.add(r, f"{ref!r} restates a policy: it is never relevant")
+
+
 _CHECKS: dict[tuple[str, str], Callable[[list[dict[str, Any]], _Faults], None]] = {
     ("recall", "search_"): _check_search,
+    ("recall", "preamble_"): _check_preamble,
     ("recall", "conv_"): _check_conversation,
     ("writes", "pairs_"): _check_pairs,
     ("writes", "stream_"): _check_stream,

@@ -4,12 +4,24 @@ It is exactly: every active policy as `- [domain] rule`; the agent's working mem
 at most 5 keyword-matched facts within about 1,200 characters, only for tasks of at least 20
 characters, the given repo's facts first; a closing line pointing to search_memory.
 
-A fact that restates one of the policies shown is left out (issue 20; design note 002: "remove
-memory that duplicates rules"): the write classifier (`memory.classifier.classify`, the very
-function that makes a write a re-mention) is asked whether the fact, proposed on its own topic,
-would be the SAME as the policy. The task is never embedded; the policies' vectors are computed
-once per process and rule (they are few and rarely change) and compared with the facts' stored
-vectors; only a pair whose cosine clears PREFILTER_COSINE is read by the classifier.
+A fact enters only when it is about the task (issue 39; design note 002: memory holds only what
+helps the task): it must match at least MIN_COVERAGE of the task's term weight (each term weighs
+its IDF, so a fact sharing only common words with the task — "deploy", "check", "update" — stays
+below it). No fact at all is better than five that merely share a word.
+
+A fact that restates one of the policies shown is left out (issue 20, issue 39; design note 002:
+"remove memory that duplicates rules"), read as the write path reads a re-mention: the write
+classifier with its second reading (`memory.classifier.classify_many` with the pair model) is asked
+whether the fact, proposed on its own topic, would be the SAME as the policy; and since a policy is
+a rule and a fact that says it again usually adds a word of circumstance the rules read as "a
+different case", a pair the pair model reads as the same with p ≥ RESTATES_P_SAME whose texts are
+close (plain cosine ≥ RESTATES_COSINE) restates it too. The task is never embedded; the policies'
+vectors are computed once per process and rule (they are few and rarely change) and compared with
+the facts' stored vectors; only a pair whose cosine clears PREFILTER_COSINE is read at all, and
+the pair model's answers are cached (memory.pair_model).
+
+The thresholds were chosen on the tuning set PA of `bench.eval_preamble` (F1 of precision and
+recall of helpful facts) and are reported on the held-out sets PB and PC (README).
 """
 
 from __future__ import annotations
@@ -23,9 +35,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memory import embeddings
+from memory import embeddings, pair_model
 from memory.caches import register_cache
-from memory.classifier import Relation, classify, normalise
+from memory.classifier import Relation, classify_many, normalise
 from memory.models import Fact, MemoryDomain, Policy, Repo, Role
 from memory.recalls import EPISODE_ID_SQL, open_episode, record_recall
 from memory.routing import recall_write
@@ -41,6 +53,11 @@ MIN_TASK_CHARS = 20
 MAX_FACTS = 5
 FACT_BUDGET_CHARS = 1200
 CANDIDATES = 20
+# Relevance (issue 39, tuned on bench.eval_preamble's PA): the share of the task's term weight a
+# fact must match. On PA, 0.25 kept 0.71 precision at 0.47 recall (F1 0.56; none: 0.18 / 0.73);
+# 0.2 with a second bar at 0.7 of the best fact's weight scored F1 0.59 there, but a relative bar
+# drops the caller's repo's facts, which come first whatever their weight (SPEC §5).
+MIN_COVERAGE = 0.25
 CLOSING_LINE = "Before relying on any of this for an important step, verify it with search_memory."
 
 
@@ -180,6 +197,13 @@ def _policy_of(row: Sequence[Any], alias: str) -> Policy:
 # answers SAME only from cosine 0.50 (SAME_FLOOR) with the topic-aware vector, which lies close to
 # (and mostly below) this one.
 PREFILTER_COSINE = 0.45
+# A restatement the rules call a different case: the pair model's p(same) and the plain cosine of
+# the policy's and the fact's vectors (issue 39, tuned on PA: 0.96 / 0.50 caught 11 of its 15
+# restatements alone and hid none of its helpful facts; 0.9 hid one that adds a detail to a rule).
+RESTATES_P_SAME = 0.96
+RESTATES_COSINE = 0.50
+# At most this many relevant facts are checked against the policies per preamble (in rank order).
+CHECKED = 2 * MAX_FACTS
 VECTOR_CACHE_SIZE = 4096
 _vectors_cache: OrderedDict[str, np.ndarray] = OrderedDict()
 _vectors_lock = threading.Lock()
@@ -213,11 +237,11 @@ def forget_vectors() -> None:
 
 
 class PolicyRestatements:
-    """Tells whether a fact restates one of the preamble's policies, as the write path would
-    decide it: `classify(policy, fact)` is SAME, with the cosine of the policy embedded on the
-    fact's topic (as a proposal on that topic would be) to the fact's stored vector (read from
-    `embedding_text`, annotated by select_facts). A fact without a vector yet restates a policy
-    only if their normalised texts are equal."""
+    """Tells which facts restate one of the preamble's policies, as the write path would read a
+    re-mention (module docstring): the policy embedded on the fact's topic (as a proposal on that
+    topic would be) against the fact's stored vector (read from `embedding_text`, annotated by
+    select_facts), through classify_many with the pair model. A fact without a vector yet restates
+    a policy only if their normalised texts are equal."""
 
     def __init__(self, rules: list[str]) -> None:
         self.rules = rules
@@ -225,27 +249,42 @@ class PolicyRestatements:
         self.skipped: dict[int, str] = {}  # fact id → the rule it restates (left out)
         self._plain: np.ndarray | None = None
 
-    def restated_by(self, fact: Fact) -> str | None:
-        """The policy rule `fact` restates, or None."""
+    def restating(self, facts: Sequence[Fact]) -> dict[int, str]:
+        """fact id → the policy rule it restates, for those of `facts` that restate one (one
+        batch through the classifier and the pair model)."""
         if not self.rules:
-            return None
-        if (rule := self.normalised.get(normalise(fact.content))) is not None:
-            return rule
-        text = getattr(fact, "embedding_text", None)
-        if not text:
-            return None
-        if self._plain is None:
-            self._plain = np.stack(cached_vectors(self.rules))
-        vector = np.array(text.strip("[]").split(","), dtype=np.float32)
-        cosines = self._plain @ vector
-        for index in np.argsort(-cosines):
-            if cosines[index] < PREFILTER_COSINE:
-                break
-            rule = self.rules[int(index)]
-            [on_topic] = cached_vectors([embeddings.fact_text(fact.topic, rule)])
-            if classify(rule, fact.content, float(on_topic @ vector)).kind == Relation.SAME:
-                return rule
-        return None
+            return {}
+        found: dict[int, str] = {}
+        pairs: list[tuple[Fact, str, float, np.ndarray]] = []  # fact, rule, plain cosine, fact vector
+        for fact in facts:
+            if (rule := self.normalised.get(normalise(fact.content))) is not None:
+                found[fact.pk] = rule
+                continue
+            text = getattr(fact, "embedding_text", None)
+            if not text:
+                continue
+            if self._plain is None:
+                self._plain = np.stack(cached_vectors(self.rules))
+            vector = np.array(text.strip("[]").split(","), dtype=np.float32)
+            cosines = self._plain @ vector
+            pairs += [
+                (fact, self.rules[int(i)], float(cosines[i]), vector)
+                for i in np.flatnonzero(cosines >= PREFILTER_COSINE)
+            ]
+        if not pairs:
+            return found
+        on_topic = cached_vectors([embeddings.fact_text(fact.topic, rule) for fact, rule, _, _ in pairs])
+        items = [
+            (rule, fact.content, float(v @ vector)) for (fact, rule, _, vector), v in zip(pairs, on_topic, strict=True)
+        ]
+        model = pair_model.active()
+        verdicts = classify_many(items, model=model)
+        close = [i for i, (_, _, plain, _) in enumerate(pairs) if plain >= RESTATES_COSINE]
+        p_same = dict(zip(close, model([items[i][:2] for i in close])[:, 0], strict=True)) if model and close else {}
+        for i, ((fact, rule, _, _), verdict) in enumerate(zip(pairs, verdicts, strict=True)):
+            if fact.pk not in found and (verdict.kind == Relation.SAME or p_same.get(i, 0.0) >= RESTATES_P_SAME):
+                found[fact.pk] = rule
+        return found
 
 
 def select_facts(
@@ -257,21 +296,24 @@ def select_facts(
     as_of: datetime | None = None,
     valid_at: datetime | None = None,
 ) -> list[tuple[Fact, str]]:
-    """Keyword-matched facts, the repo's first, at most MAX_FACTS within FACT_BUDGET_CHARS; a fact
-    restating one of `policies` is skipped (recorded in `policies.skipped`). With `as_of` /
-    `valid_at`, among the facts believed then and true then (memory.search.as_of). The facts are
-    ranked and loaded by one query (voices.lexical_hits)."""
+    """Keyword-matched facts about the task (MIN_COVERAGE), the repo's first, at most
+    MAX_FACTS within FACT_BUDGET_CHARS; a fact restating one of `policies` is skipped (recorded in
+    `policies.skipped`). With `as_of` / `valid_at`, among the facts believed then and true then
+    (memory.search.as_of). The facts are ranked and loaded by one query (voices.lexical_hits)."""
     if len(task.strip()) < MIN_TASK_CHARS:
         return []
     scope = voices.Scope(agent=agent, as_of=as_of, valid_at=valid_at)
     # The vectors as text, parsed only for the facts examined (pgvector's own field parses every
     # row, which cost more than the rest of the check).
     vectors = policies is not None and bool(policies.rules)
-    found = voices.lexical_hits(scope, task, limit=CANDIDATES, prefer_repo=repo, vectors=vectors)
+    found = voices.lexical_hits(scope, task, limit=CANDIDATES, prefer_repo=repo, vectors=vectors, matched=True)
+    bar = MIN_COVERAGE * sum(idf for _, idf, _ in voices.weighted_terms(task))
+    relevant = [found.fact(pk) for pk, _ in found.ranked if found.matched.get(pk, 0.0) >= bar][:CHECKED]
+    restating = policies.restating(relevant) if policies is not None else {}
     chosen: list[tuple[Fact, str]] = []
     used = 0
-    for fact in (found.fact(pk) for pk, _ in found.ranked):
-        if policies is not None and (rule := policies.restated_by(fact)) is not None:
+    for fact in relevant:
+        if policies is not None and (rule := restating.get(fact.pk)) is not None:
             policies.skipped[fact.pk] = rule
             continue
         line = fact_line(fact)

@@ -295,11 +295,19 @@ def _decay_sql(as_of: datetime | None = None) -> tuple[str, list[Any]]:
 
 
 def lexical_sql(
-    scope: Scope, text: str, *, limit: int, prefer_repo: str | None = None, narrow: bool = False
+    scope: Scope,
+    text: str,
+    *,
+    limit: int,
+    prefer_repo: str | None = None,
+    narrow: bool = False,
+    matched: bool = False,
 ) -> tuple[str, list[Any]] | None:
     """Full-text matches (GIN index) with OR semantics over the text's terms, scored by the IDF of
     the terms each fact contains (plus ts_rank for density) × decay × confidence; with
-    `prefer_repo`, that repo's facts come first. None when the text has no searchable term.
+    `prefer_repo`, that repo's facts come first. With `matched`, each row also brings the summed
+    IDF of the terms the fact contains (before ts_rank, decay and confidence: how much of the text's
+    term weight it matches). None when the text has no searchable term.
 
     Written as SQL rather than ORM expressions: building the ORM form cost ~10 ms a call."""
     weighted = weighted_terms(text)
@@ -331,10 +339,12 @@ def lexical_sql(
     sql = (
         f"SELECT memory_fact.id, ({idf_sql} + ts_rank(memory_fact.search_vector, {tsquery(weighted)}, 1))"  # noqa: S608 -- fragments built in code from %s placeholders; every value is a bound param
         f" * {decay_sql} * memory_fact.confidence AS score, {preferred_sql} AS preferred"
-        f" FROM memory_fact WHERE {where} AND memory_fact.search_vector @@ ({select_sql})"
+        + (f", ({idf_sql}) AS matched" if matched else "")
+        + f" FROM memory_fact WHERE {where} AND memory_fact.search_vector @@ ({select_sql})"
         f" ORDER BY {LEXICAL_ORDER} LIMIT %s"
     )
-    params = [*idf_params, *[w for w, _, _ in weighted], *decay_params, *repo_params, *where_params, *select_params]
+    params = [*idf_params, *[w for w, _, _ in weighted], *decay_params, *repo_params]
+    params += [*(idf_params if matched else []), *where_params, *select_params]
     return sql, [*params, limit]
 
 
@@ -388,7 +398,8 @@ def _lexical_rows(
     rows: list[tuple[Any, ...]] = []
     with database.cursor() as cursor:
         for narrow in (True, False) if narrowed else (False,):
-            query = lexical_sql(scope, text, limit=limit, prefer_repo=prefer_repo, narrow=narrow)
+            matched = bool(loading and loading.get("matched"))
+            query = lexical_sql(scope, text, limit=limit, prefer_repo=prefer_repo, narrow=narrow, matched=matched)
             assert query is not None  # the text has searchable terms
             cursor.execute(*(query if loading is None else _with_facts(*query, order=LEXICAL_ORDER, **loading)))
             rows = cursor.fetchall()
@@ -409,6 +420,7 @@ class Loaded:
     alias: str = DEFAULT_DB_ALIAS
     vectors: bool = False
     _facts: dict[int, Fact] = field(default_factory=dict)
+    matched: dict[int, float] = field(default_factory=dict)  # id → matched term weight (lexical_hits)
 
     def fact(self, pk: int) -> Fact:
         """The loaded fact `pk` with its domain and repo (built once, only for what is shown)."""
@@ -433,23 +445,28 @@ def lexical_hits(
     load: int | None = None,
     vectors: bool = False,
     extra: str = "",
+    matched: bool = False,
 ) -> Loaded:
     """The lexical voice with its facts loaded by the same query (no rank-then-fetch round trip).
     The first `load` facts (all when None) are loaded with HIT_FIELDS, their domain and repo (and
     their vector as `embedding_text` with `vectors`). `extra` is an SQL expression evaluated once
-    when there are rows (e.g. recalls.EPISODE_ID_SQL)."""
+    when there are rows (e.g. recalls.EPISODE_ID_SQL). With `matched`, `Loaded.matched` holds each
+    fact's matched term weight (lexical_sql)."""
     database = reader()
     if extra and not reserves_here(database):
         extra = ""  # a standby refuses nextval: the caller reserves on the primary instead
-    loading = {"load": load, "vectors": vectors, "extra": extra}
+    loading = {"load": load, "vectors": vectors, "extra": extra, "matched": matched}
     rows = _lexical_rows(scope, text, limit=limit, prefer_repo=prefer_repo, loading=loading, database=database)
-    return Loaded(
+    found = Loaded(
         [(row[0], float(row[1])) for row in rows],
         {row[0]: row[2:] for row in rows if row[2] is not None},
-        rows[0][-1] if rows and extra else None,
+        rows[0][-2 if matched else -1] if rows and extra else None,
         database.alias,
         vectors,
     )
+    if matched:
+        found.matched = {row[0]: float(row[-1]) for row in rows}
+    return found
 
 
 # What recall answers with (search hits, preamble lines, their serializers, ranking): a fact
@@ -497,15 +514,17 @@ def _hit_columns(vectors: bool, extra: str) -> str:
 
 
 def _with_facts(
-    sql: str, params: list[Any], *, order: str, load: int | None, vectors: bool, extra: str
+    sql: str, params: list[Any], *, order: str, load: int | None, vectors: bool, extra: str, matched: bool = False
 ) -> tuple[str, list[Any]]:
     """Wrap a ranking query (its rows id, score, preferred) so that each row, in the same order,
-    also brings its fact's columns (_hit_columns): the first `load` rows (every row when None)."""
+    also brings its fact's columns (_hit_columns): the first `load` rows (every row when None);
+    with `matched`, the ranking query's `matched` column last."""
     numbered = f"SELECT ranked.*, row_number() OVER (ORDER BY {order}) AS n FROM ({sql}) AS ranked"  # noqa: S608 -- constant fragments and a built query; values are bound params
     join = "hit.id = numbered.id" + (" AND numbered.n <= %s" if load is not None else "")
     wrapped = (
         f"SELECT numbered.id, numbered.score, {_hit_columns(vectors, extra)}"  # noqa: S608 -- constant fragments; values are bound params
-        f" FROM ({numbered}) AS numbered LEFT JOIN memory_fact hit ON {join}{_HIT_JOINS} ORDER BY numbered.n"
+        + (", numbered.matched" if matched else "")
+        + f" FROM ({numbered}) AS numbered LEFT JOIN memory_fact hit ON {join}{_HIT_JOINS} ORDER BY numbered.n"
     )
     return wrapped, [*params, *([load] if load is not None else [])]
 
