@@ -222,13 +222,35 @@ class InterventionInline(admin.TabularInline):
 class MemoryRunAdmin(ReadOnlyAdmin):
     """A run with its memory bank and every decision of the memory agent (silence included)."""
 
-    list_display = ("id", "task_excerpt", "agent", "workspace", "status", "created_at", "finished_at", "run_page")
-    list_filter = ("status", ("workspace", admin.RelatedOnlyFieldListFilter))
+    list_display = (
+        "id",
+        "task_excerpt",
+        "agent",
+        "workspace",
+        "status",
+        "end_reason",
+        "created_at",
+        "last_activity_at",
+        "finished_at",
+        "run_page",
+    )
+    list_filter = ("status", "end_reason", ("workspace", admin.RelatedOnlyFieldListFilter))
     list_select_related = ("agent__role", "workspace")
     search_fields = ("task", "agent__name", "workspace__slug")
     ordering = ("-created_at", "-id")
     date_hierarchy = "created_at"
-    fields = ("workspace", "agent", "task", "status", "episode", "created_at", "finished_at", "run_page")
+    fields = (
+        "workspace",
+        "agent",
+        "task",
+        "status",
+        "end_reason",
+        "episode",
+        "created_at",
+        "last_activity_at",
+        "finished_at",
+        "run_page",
+    )
     readonly_fields = fields
     inlines = (BankItemInline, InterventionInline)
 

@@ -2,9 +2,11 @@
 and the end of the run, where bank items may be offered as promotion candidates.
 
 Every write locks the run row first (one writer per run at a time, so an upsert never races
-its own unique constraint), refuses a finished run, and records its audit event in the same
-transaction. Finishing never writes a fact: items go through the promotion gate
-(`memory.services.promotion.submit_candidate`) as candidates that require human review.
+its own unique constraint), refuses a finished run, stamps the run's `last_activity_at` (the
+daily job closes a run idle for ENGRAM_RUN_ABANDON_HOURS: memory.services.runs) and records its
+audit event in the same transaction. Finishing never writes a fact: items go through the
+promotion gate (`memory.services.promotion.submit_candidate`) as candidates that require human
+review.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from memory.actors import Actor
 from memory.audit import record_event
 from memory.errors import InvalidInput, NotFound, StateConflict
 from memory.models import (
+    END_FINISHED,
     STATUS_ITEM_ID,
     Agent,
     BankItem,
@@ -67,7 +70,8 @@ class RunFinished(StateConflict):
     code = "run_finished"
 
     def __init__(self, run: MemoryRun) -> None:
-        super().__init__(f"Run {run.pk} is finished; its memory bank can no longer change.")
+        why = f" ({run.end_reason})" if run.end_reason and run.end_reason != END_FINISHED else ""
+        super().__init__(f"Run {run.pk} is finished{why}; its memory bank can no longer change.")
 
 
 # --- Validation (the services are the authority; serializers only check shapes) -------------
@@ -107,9 +111,13 @@ def _raise(errors: dict[str, Any]) -> None:
 
 
 def _lock_running(run: MemoryRun) -> MemoryRun:
+    """Lock the run, refuse it once finished, and stamp the write about to happen as its latest
+    activity (undone with the write if that fails: a refused call is no sign of life)."""
     run = MemoryRun.objects.select_for_update().get(pk=run.pk)
     if not run.is_running:
         raise RunFinished(run)
+    run.last_activity_at = timezone.now()
+    run.save(update_fields=["last_activity_at"])
     return run
 
 
@@ -131,7 +139,10 @@ def start_run(*, agent: Agent, task: str, by: Actor) -> MemoryRun:
     task = _text(task, name="task", max_len=TASK_MAX, errors=errors)
     _raise(errors)
     episode = create_episode(workspace_id=agent.workspace_id, by=by, kind="run", title=task[:300])
-    run = MemoryRun.objects.create(workspace_id=agent.workspace_id, agent=agent, task=task, episode=episode)
+    now = timezone.now()
+    run = MemoryRun.objects.create(
+        workspace_id=agent.workspace_id, agent=agent, task=task, episode=episode, created_at=now, last_activity_at=now
+    )
     BankItem.objects.create(run=run, kind=BankKind.STATUS, item_id=STATUS_ITEM_ID, content="")
     record_event(actor=by, verb="run.started", workspace_id=agent.workspace_id, target=run, detail={"task": task[:200]})
     return run
@@ -404,8 +415,8 @@ def finish_run(
             item.candidate = candidate
             item.save(update_fields=["candidate"])
             candidates.append(candidate)
-    run.status, run.finished_at = RunStatus.FINISHED, timezone.now()
-    run.save(update_fields=["status", "finished_at"])
+    run.status, run.finished_at, run.end_reason = RunStatus.FINISHED, timezone.now(), END_FINISHED
+    run.save(update_fields=["status", "finished_at", "end_reason"])
     record_event(
         actor=by,
         verb="run.finished",

@@ -388,6 +388,10 @@ if ENGRAM_RECALL_MODE not in {"sync", "background"}:
 # The exposure trail (issue 21: which agent was served which fact or policy, when) is kept this many
 # days, then pruned by the daily job `prune-exposures`; 0 keeps it forever.
 ENGRAM_EXPOSURE_RETENTION_DAYS = env_int("ENGRAM_EXPOSURE_RETENTION_DAYS", 90, minimum=0, maximum=36_500)
+# A memory-agent run (SPEC §9) with no activity (a bank write or a logged decision of its agent)
+# for this many hours is closed as abandoned by the daily job `close-abandoned-runs` (issue 39): a
+# runtime cut off mid-way leaves no run `running` for good. 0 never closes one.
+ENGRAM_RUN_ABANDON_HOURS = env_int("ENGRAM_RUN_ABANDON_HOURS", 24, minimum=0, maximum=8_760)
 # Recall ranking: decay x confidence scales a candidate between FLOOR and 1 (so an old but
 # relevant fact is lowered, not buried); facts of the caller's repo are multiplied by REPO_BOOST.
 ENGRAM_DECAY_FLOOR = env_float("ENGRAM_DECAY_FLOOR", 0.8)

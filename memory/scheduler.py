@@ -55,6 +55,8 @@ DAILY_JOBS: tuple[DailyJob, ...] = (
     DailyJob("detect-stale-facts", "memory.tasks.detect_stale_facts", hour=3, minute=17),
     # The exposure trail is kept ENGRAM_EXPOSURE_RETENTION_DAYS (issue 21).
     DailyJob("prune-exposures", "memory.tasks.prune_exposures", hour=3, minute=41),
+    # Memory-agent runs idle for ENGRAM_RUN_ABANDON_HOURS are closed as abandoned (issue 39).
+    DailyJob("close-abandoned-runs", "memory.tasks.close_abandoned_runs", hour=4, minute=5),
 )
 
 

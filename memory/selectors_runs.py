@@ -4,13 +4,14 @@ workspaces). Another agent's run — even in the same workspace — is simply no
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.db.models import Prefetch, QuerySet
 
 from memory import access
 from memory.errors import NotFound
-from memory.models import Agent, BankItem, BankKind, Intervention, MemoryRun
+from memory.models import Agent, BankItem, BankKind, Intervention, MemoryRun, RunStatus
 
 
 def _not_found(run_id: int) -> NotFound:
@@ -23,6 +24,17 @@ def run_for_agent(agent: Agent, run_id: int) -> MemoryRun:
     if run is None:
         raise _not_found(run_id)
     return run
+
+
+def idle_run_ids(*, before: datetime, after_pk: int = 0, limit: int) -> list[int]:
+    """Ids of running runs whose last activity is before `before`, above `after_pk`, in pk order,
+    at most `limit`: the abandon sweep's read, from the run rows alone (never a bank). Unlocked:
+    the sweep re-checks each run under its lock."""
+    return list(
+        MemoryRun.objects.filter(status=RunStatus.RUNNING, last_activity_at__lt=before, pk__gt=after_pk)
+        .order_by("pk")
+        .values_list("pk", flat=True)[:limit]
+    )
 
 
 @dataclass

@@ -70,6 +70,15 @@ def prune_exposures() -> dict[str, int]:
     return {"deleted": prune()}
 
 
+@shared_task(acks_late=True)
+def close_abandoned_runs() -> dict[str, int]:
+    """Daily: close memory-agent runs with no activity for ENGRAM_RUN_ABANDON_HOURS (0: never) as
+    abandoned. Idempotent: a second run finds nothing left to close."""
+    from memory.services.runs import close_abandoned_runs as close
+
+    return close()
+
+
 @shared_task(bind=True, acks_late=True)
 def deliver_webhook(self: Any, delivery_id: int) -> str:
     """One attempt at a webhook delivery (memory.services.webhooks). A failed attempt with

@@ -61,6 +61,7 @@ VERB_PHRASES: dict[str, str] = {
     "notes.updated": "updated its notes",
     "run.started": "started",
     "run.finished": "finished",
+    "run.abandoned": "closed as abandoned",
     "run.intervened": "intervened in",
     "layer_mapping.changed": "remapped a remember layer",
     "layer_mapping.defaults_created": "set up the remember layers",

@@ -142,6 +142,13 @@ class RunOut(serializers.Serializer):
     episode_id = serializers.IntegerField(allow_null=True)
     created_at = serializers.DateTimeField()
     finished_at = serializers.DateTimeField(allow_null=True)
+    end_reason = serializers.CharField(
+        help_text="why the run ended: `finished` (by its agent) or `abandoned: no activity for N hours` (closed by "
+        "the daily job after ENGRAM_RUN_ABANDON_HOURS without a write); empty while it runs"
+    )
+    last_activity_at = serializers.DateTimeField(
+        help_text="the run's latest write (start, bank, decision); reads do not count"
+    )
     run_url = serializers.SerializerMethodField(help_text="the run page in the review site")
 
     def get_run_url(self, run: MemoryRun) -> str:
@@ -169,6 +176,9 @@ class ProceduralOut(serializers.Serializer):
 class BankOut(serializers.Serializer):
     run = serializers.IntegerField(source="run.pk")
     run_status = serializers.CharField(source="run.status", help_text="running or finished")
+    run_end_reason = serializers.CharField(
+        source="run.end_reason", help_text="why the run ended (`finished`, `abandoned: …`); empty while it runs"
+    )
     status = serializers.SerializerMethodField(help_text="the progress note (memory agent only)")
     status_updated_at = serializers.SerializerMethodField()
     knowledge = KnowledgeOut(many=True)

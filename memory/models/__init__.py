@@ -13,6 +13,8 @@ from memory.models.facts import EMBEDDING_DIM, VERACITY_WEIGHT, DecayProfile, Fa
 from memory.models.knowledge import Conflict, HotMemory, Observation, Policy, WorkingMemory
 from memory.models.promotion import CANDIDATE_SCHEMA, Candidate, FailureClass, PromotionDecision, Replay
 from memory.models.runs import (
+    END_ABANDONED,
+    END_FINISHED,
     STATUS_ITEM_ID,
     BankItem,
     BankKind,
@@ -40,6 +42,8 @@ from memory.models.tenancy import (
 __all__ = [
     "CANDIDATE_SCHEMA",
     "EMBEDDING_DIM",
+    "END_ABANDONED",
+    "END_FINISHED",
     "KEY_PREFIX",
     "POLICY_BUDGET_MAX",
     "STATUS_ITEM_ID",

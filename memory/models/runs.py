@@ -80,6 +80,10 @@ class BankKind(models.TextChoices):
 
 
 STATUS_ITEM_ID = "status"
+# Why a run ended (MemoryRun.end_reason): its agent finished it, or the daily job closed it after
+# ENGRAM_RUN_ABANDON_HOURS without activity (memory.services.runs: "abandoned: no activity for N hours").
+END_FINISHED = "finished"
+END_ABANDONED = "abandoned"
 
 
 class MemoryRunQuerySet(models.QuerySet):
@@ -98,18 +102,37 @@ class MemoryRun(models.Model):
     episode = models.ForeignKey(Episode, null=True, blank=True, on_delete=models.SET_NULL, related_name="memory_runs")
     created_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
+    last_activity_at = models.DateTimeField(
+        default=timezone.now,
+        help_text="The run's latest sign of life: its start, or a write of its agent (bank, decision).",
+    )
+    end_reason = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        help_text="Why the run ended: `finished` by its agent, or `abandoned: no activity for N hours`; "
+        "blank while it runs.",
+    )
 
     objects = MemoryRunQuerySet.as_manager()
 
     class Meta:
         db_table = "agents_memoryrun"  # created by the agents app; moved here state-only (issue 17)
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["agent", "-created_at"], name="memoryrun_agent_recent")]
+        indexes = [
+            models.Index(fields=["agent", "-created_at"], name="memoryrun_agent_recent"),
+            # The abandon sweep reads the running runs idle the longest, never a bank.
+            models.Index(fields=["last_activity_at"], condition=Q(status="running"), name="memoryrun_running_idle"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=(Q(status="running") & Q(finished_at__isnull=True))
                 | (Q(status="finished") & Q(finished_at__isnull=False)),
                 name="memoryrun_finished_at_iff_finished",
+            ),
+            models.CheckConstraint(
+                condition=(Q(status="running") & Q(end_reason="")) | (Q(status="finished") & ~Q(end_reason="")),
+                name="memoryrun_end_reason_iff_finished",
             ),
         ]
 
@@ -119,6 +142,11 @@ class MemoryRun(models.Model):
     @property
     def is_running(self) -> bool:
         return self.status == RunStatus.RUNNING
+
+    @property
+    def was_abandoned(self) -> bool:
+        """Closed by the daily job after too long without activity, not finished by its agent."""
+        return self.end_reason.startswith(END_ABANDONED)
 
 
 class BankItem(models.Model):

@@ -35,6 +35,7 @@ from memory.audit import record_event
 from memory.errors import EngramError
 from memory.models import (
     EMBEDDING_DIM,
+    END_FINISHED,
     AccessGrant,
     Agent,
     AuditEvent,
@@ -55,6 +56,7 @@ from memory.models import (
     Replay,
     Repo,
     Role,
+    RunStatus,
     WorkingMemory,
     Workspace,
     generate_key,
@@ -89,6 +91,7 @@ class Section:
     exclude: tuple[str, ...] = ()
     # Ids kept inside JSON columns (a review's resolution names its stored facts): `rewrite(row,
     # new_id)` replaces them on import; new_id(type, ref) raises KeyError for a ref not in the file.
+    # It also brings a row of a file written before a column existed up to date.
     rewrite: Callable[[dict[str, Any], Callable[[str, Any], int]], None] | None = None
     # Prose the services write with a row's id in it ("lost a conflict on veracity to fact 12"):
     # column → the type named; "<type> <ref>" is rewritten to the new id once every row exists.
@@ -138,6 +141,15 @@ class Section:
     def rows(self, workspace_id: int) -> models.QuerySet:
         qs = self.model._default_manager.filter(**{self.scope: workspace_id}).order_by("pk")
         return qs.prefetch_related(*(f.name for f, _ in self.many)) if self.many else qs
+
+
+def _run_end(row: dict[str, Any], new_id: Callable[[str, Any], int]) -> None:
+    """A file from before runs recorded why they ended and their last activity: its finished runs
+    were finished by their agent, and a run's last known sign of life is its end, else its start."""
+    if row.get("status") == RunStatus.FINISHED and not row.get("end_reason"):
+        row["end_reason"] = END_FINISHED
+    if "last_activity_at" not in row and (row.get("finished_at") or row.get("created_at")):
+        row["last_activity_at"] = row.get("finished_at") or row.get("created_at")
 
 
 _CORE: list[Section] = [
@@ -216,7 +228,7 @@ _CORE: list[Section] = [
         "workspace",
         {"agent": "agent", "domain": "domain", "consolidated_fact": "fact"},
     ),
-    Section("memory_run", MemoryRun, "workspace", {"agent": "agent", "episode": "episode"}),
+    Section("memory_run", MemoryRun, "workspace", {"agent": "agent", "episode": "episode"}, rewrite=_run_end),
     Section("bank_item", BankItem, "run__workspace", {"run": "memory_run", "candidate": "candidate"}),
     Section("intervention", Intervention, "run__workspace", {"run": "memory_run"}),
 ]

@@ -184,8 +184,8 @@ def test_mcp_memory_bank_tools_act_as_the_key_holder_only(world):
     api_bank = client_for(world.coder).get(f"/api/v1/runs/{run_id}/bank/").json()
     [candidate] = finished.structured_content["candidates"]
     assert api_bank["knowledge"][0]["candidate_id"] == candidate["id"]  # offered after the MCP read
-    assert _stable(bank.structured_content, "run_status", "candidate_id") == _stable(
-        api_bank, "run_status", "candidate_id"
+    assert _stable(bank.structured_content, "run_status", "run_end_reason", "candidate_id") == _stable(
+        api_bank, "run_status", "run_end_reason", "candidate_id"
     )
     assert bank.structured_content["status"] == "reading tests"
     assert foreign.is_error

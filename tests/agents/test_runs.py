@@ -39,6 +39,7 @@ def test_create_run_is_201_with_an_empty_bank_and_a_run_episode(world, api):
     assert bank == {
         "run": body["id"],
         "run_status": "running",
+        "run_end_reason": "",
         "status": "",
         "status_updated_at": bank["status_updated_at"],
         "knowledge": [],

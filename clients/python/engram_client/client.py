@@ -124,6 +124,8 @@ class Run(TypedDict, total=False):
     episode_id: int | None
     created_at: str
     finished_at: str | None
+    end_reason: str  # "finished", "abandoned: no activity for N hours", "" while running
+    last_activity_at: str
     run_url: str
     candidates: list[dict[str, Any]]
 
@@ -147,6 +149,7 @@ class ProceduralItem(TypedDict, total=False):
 class Bank(TypedDict, total=False):
     run: int
     run_status: str
+    run_end_reason: str
     status: str
     status_updated_at: str | None
     knowledge: list[KnowledgeItem]
