@@ -61,10 +61,12 @@ Keep private notes with update_my_notes and record_observation (read them with g
 When a turn produced files worth keeping, render the `remember` prompt for the remember
 sub-agent, hand its output to a person with submit_remember_review, wait for the decision with
 get_remember_review (wait up to 30 s per call), fold the resolution into your answer, then
-consume_remember_review. Lessons from failures go through the promotion gate: submit_candidate,
-record_replay, promote_candidate (a dry run unless write is true). For a long task, open a run
-with create_memory_run and keep its memory bank with the memory_* tools; finish_memory_run can
-offer bank items as promotion candidates for a person to review — never as facts.
+consume_remember_review. A session has one live review until it is consumed: submitting again
+answers that one, and list_remember_reviews (by session) finds it after a restart. Lessons from
+failures go through the promotion gate: submit_candidate, record_replay, promote_candidate (a dry
+run unless write is true). For a long task, open a run with create_memory_run and keep its
+memory bank with the memory_* tools; finish_memory_run can offer bank items as promotion
+candidates for a person to review — never as facts.
 Every tool answers what the matching /api/v1/ endpoint answers."""
 
 

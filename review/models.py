@@ -45,6 +45,10 @@ class RememberReviewQuerySet(models.QuerySet):
     def pending(self) -> RememberReviewQuerySet:
         return self.filter(status=ReviewStatus.PENDING)
 
+    def live(self) -> RememberReviewQuerySet:
+        """Not yet consumed (pending, approved or rejected): at most one per agent and session."""
+        return self.exclude(status=ReviewStatus.CONSUMED)
+
     def for_agent(self, agent: Any) -> RememberReviewQuerySet:
         """The agent's own reviews: they carry its session's files, so another agent (of this
         workspace or another) is answered as if the review did not exist."""
@@ -91,6 +95,12 @@ class RememberReview(models.Model):
             models.CheckConstraint(
                 condition=~Q(status=ReviewStatus.CONSUMED) | Q(consumed_at__isnull=False),
                 name="remember_review_consumed_has_time",
+            ),
+            # One live review per agent and session (issue 39): a second submission answers it.
+            models.UniqueConstraint(
+                fields=["agent", "session_id"],
+                condition=~Q(status=ReviewStatus.CONSUMED),
+                name="remember_review_one_live_per_session",
             ),
         ]
         indexes = [models.Index(fields=["workspace", "status", "-created_at"], name="remember_review_queue")]

@@ -3,6 +3,7 @@ review/waiting.py."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -33,20 +34,40 @@ def review_for_agent(agent: Agent, review_id: int) -> RememberReview:
     )
     if review is None:
         raise ReviewNotFound(review_id)
-    _withhold_hidden(agent, review)
+    readable_by(agent, [review])
     return review
 
 
-def _withhold_hidden(agent: Agent, review: RememberReview) -> None:
+def session_reviews_for_agent(agent: Agent, *, session_id: str, status: str | None = None) -> QuerySet[RememberReview]:
+    """The agent's own reviews of one session (never another agent's, of this workspace or
+    another), newest first, optionally of one status. Pass a page of them to `readable_by`."""
+    reviews = RememberReview.objects.for_agent(agent).filter(session_id=session_id)
+    if status:
+        reviews = reviews.filter(status=status)
+    return _with_relations(reviews).prefetch_related("items").order_by("-created_at", "-pk")
+
+
+def readable_by(agent: Agent, reviews: Sequence[RememberReview]) -> Sequence[RememberReview]:
+    """`reviews` (with their items prefetched) as the agent may read them (`_withhold_hidden`),
+    with one query for the visibility of every fact they stored."""
+    ids: set[int] = set()
+    for review in reviews:
+        ids |= {i.stored_fact_id for i in review.items.all() if i.stored_fact_id}
+        ids |= {s["fact_id"] for s in (review.resolution or {}).get("stored") or []}
+    visible = set(Fact.objects.visible_to(agent).filter(pk__in=ids).values_list("pk", flat=True)) if ids else set()
+    for review in reviews:
+        _withhold_hidden(review, visible)
+    return reviews
+
+
+def _withhold_hidden(review: RememberReview, visible: set[int]) -> None:
     """A person may store an item in a domain the submitting agent's role holds `none` on (the
     layer's mapping is theirs to choose). The agent then reads that the file was kept, but not
     the fact's id nor its outcome: a re-mention or a conflict would tell it what hidden memory
-    already says."""
+    already says. `visible`: the ids of the facts the agent may read."""
     items = list(review.items.all())
     resolution = review.resolution or {}
     stored = list(resolution.get("stored") or [])
-    ids = {i.stored_fact_id for i in items if i.stored_fact_id} | {s["fact_id"] for s in stored}
-    visible = set(Fact.objects.visible_to(agent).filter(pk__in=ids).values_list("pk", flat=True)) if ids else set()
     for item in items:
         item.stored_fact_id_for_agent = item.stored_fact_id if item.stored_fact_id in visible else None
     withheld = [s["path"] for s in stored if s["fact_id"] not in visible]

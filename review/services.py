@@ -1,7 +1,9 @@
 """Remember reviews (SPEC §8): submission, the reviewer's edits, approval, rejection, consumption.
 
-States: pending → approved | rejected → consumed, and nothing else. Each write locks the
-review row, re-checks its state, and records its audit event in the same transaction. Approval
+States: pending → approved | rejected → consumed, and nothing else. An agent's session has at
+most one live review (not yet consumed): a second submission answers that one and writes nothing
+(`join_or_submit_review`; the database holds the rule too). Each write locks the review row,
+re-checks its state, and records its audit event in the same transaction. Approval
 stores each selected item through memory's write path (propose_fact: re-mention and conflict
 rules apply); the vectors are computed before the transaction, never inside it.
 
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
@@ -66,6 +68,7 @@ FILE_BODY_CHARS = 15_000
 SESSION_ID_MAX = 200
 REVIEWER_NOTE_MAX = 2_000
 TOPIC_MAX = 200
+ONE_LIVE_CONSTRAINT = "remember_review_one_live_per_session"
 
 LAYER_MEMORY_TYPE = {
     RememberLayer.USER_PROFILE.value: MemoryType.PROFILE.value,
@@ -194,13 +197,40 @@ def _domain_for(review: RememberReview, layer: str, by: Actor, *, create: bool) 
 
 
 # --- Submission ------------------------------------------------------------------------------
+SUBMIT_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What a submission led to: the session's live review, and whether this submission created it."""
+
+    review: RememberReview
+    created: bool
+
+
+def live_review(agent: Agent, session_id: str) -> RememberReview | None:
+    """The agent's review of `session_id` not yet consumed (pending, approved or rejected), if any:
+    there is at most one (constraint `remember_review_one_live_per_session`)."""
+    return RememberReview.objects.for_agent(agent).live().filter(session_id=session_id).first()
+
+
 def submit_review(
     *, agent: Agent, session_id: str, output: str, files: Mapping[str, str] | None = None, repo: str | None = None
 ) -> RememberReview:
-    """A pending review of what the remember sub-agent nominated (parsing per SPEC §8).
+    """The session's live review: a new pending one, or the one already live (join_or_submit_review)."""
+    return join_or_submit_review(agent=agent, session_id=session_id, output=output, files=files, repo=repo).review
 
-    Raises InvalidInput: `no_review_items` when neither a JSON block nor any file path yields
-    an item, `unknown_repo` for a repo the workspace does not have. Writes nothing then."""
+
+def join_or_submit_review(
+    *, agent: Agent, session_id: str, output: str, files: Mapping[str, str] | None = None, repo: str | None = None
+) -> Submission:
+    """A pending review of what the remember sub-agent nominated (parsing per SPEC §8) — unless the
+    agent's session already has a live review: that one is answered (created False), unchanged, and
+    nothing is written. Of concurrent submissions one creates the review; the others answer it.
+
+    Raises InvalidInput: `session_id` empty or over 200 characters, `unknown_repo` for a repo the
+    workspace does not have, and, when no review is live, `no_review_items` when neither a JSON
+    block nor any file path yields an item. Writes nothing then."""
     session_id = clean_text(session_id or "").strip()
     if not session_id or len(session_id) > SESSION_ID_MAX:
         raise InvalidInput("A session id is required.", fields={"session_id": [f"1–{SESSION_ID_MAX} characters."]})
@@ -211,6 +241,9 @@ def submit_review(
             raise InvalidInput(
                 f"No repo {repo!r} in this workspace.", code="unknown_repo", fields={"repo": ["Unknown repo."]}
             )
+    live = live_review(agent, session_id)
+    if live is not None:
+        return Submission(live, created=False)
     parsed = parse_remember_output(output, files)
     if not parsed.items:
         raise InvalidInput(
@@ -218,7 +251,25 @@ def submit_review(
             code="no_review_items",
             fields={"output": ["No recommendation and no file path found."]},
         )
-    return _create_review(agent=agent, session_id=session_id, output=output, repo=repo_row, parsed=parsed)
+    for _ in range(SUBMIT_ATTEMPTS):
+        try:
+            # Its own transaction, or a savepoint in the caller's: a refused insert undoes it alone.
+            review = _create_review(agent=agent, session_id=session_id, output=output, repo=repo_row, parsed=parsed)
+            return Submission(review, created=True)
+        except IntegrityError as exc:
+            if not _breaks_one_live(exc):
+                raise
+        # A concurrent submission wrote the session's review since we looked: answer it (unless it
+        # was consumed in the meantime, then try again).
+        live = live_review(agent, session_id)
+        if live is not None:
+            return Submission(live, created=False)
+    raise RuntimeError(f"Could not submit a review for session {session_id!r} in {SUBMIT_ATTEMPTS} attempts.")
+
+
+def _breaks_one_live(exc: IntegrityError) -> bool:
+    diag = getattr(exc.__cause__, "diag", None)
+    return getattr(diag, "constraint_name", None) == ONE_LIVE_CONSTRAINT
 
 
 @transaction.atomic

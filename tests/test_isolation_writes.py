@@ -415,9 +415,9 @@ def _submit_review(api, path: str, content: str) -> int:
             ]
         }
     )
-    answer = api.post(
-        "/api/v1/reviews/", {"session_id": "s", "output": f"```json\n{output}\n```", "files": {}}, format="json"
-    )
+    # A session per file: a session's second submission would answer its first, live review.
+    body = {"session_id": f"s-{path}", "output": f"```json\n{output}\n```", "files": {}}
+    answer = api.post("/api/v1/reviews/", body, format="json")
     assert answer.status_code == 201, answer.content
     return int(answer.json()["id"])
 

@@ -51,7 +51,7 @@ urlpatterns = [
     path(
         "candidates/<int:candidate_pk>/deny/", views_candidates.CandidateDenyView.as_view(), name="api-candidate-deny"
     ),
-    path("reviews/", views_reviews.ReviewSubmitView.as_view(), name="api-reviews"),
+    path("reviews/", views_reviews.ReviewListView.as_view(), name="api-reviews"),
     path("reviews/<int:review_id>/", views_reviews.ReviewDetailView.as_view(), name="api-review"),
     path("reviews/<int:review_id>/consume/", views_reviews.ReviewConsumeView.as_view(), name="api-review-consume"),
     # Memory agent runs (SPEC §9)

@@ -495,18 +495,45 @@ def record_meeting_decisions(agent: Agent, raw: Any) -> Result:
 
 
 def submit_review(agent: Agent, raw: Any, *, request: Request | None = None, site_url: str = "") -> Result:
-    """submit_remember_review: the remember sub-agent's output for a person's review (SPEC §8).
+    """submit_remember_review: the remember sub-agent's output for a person's review (SPEC §8): 201
+    with the new review, or 200 with the session's live one (nothing written; issue 39).
     `review_url` is absolute under `request`'s host, else under `site_url` (relative without)."""
     from agents.operations import serializers_reviews as rs
     from review import selectors as review_selectors
     from review import services as review_services
 
     data = validated(rs.ReviewSubmitIn, raw)
-    review = review_services.submit_review(
+    submission = review_services.join_or_submit_review(
         agent=agent, session_id=data["session_id"], output=data["output"], files=data["files"], repo=data.get("repo")
     )
-    review = review_selectors.review_for_agent(agent, review.pk)
-    return Result(http.HTTP_201_CREATED, _review_body(review, request=request, site_url=site_url))
+    review = review_selectors.review_for_agent(agent, submission.review.pk)
+    status = http.HTTP_201_CREATED if submission.created else http.HTTP_200_OK
+    return Result(status, _review_body(review, request=request, site_url=site_url))
+
+
+def list_reviews(
+    agent: Agent,
+    raw: Any,
+    *,
+    limit: Any = None,
+    offset: Any = None,
+    url: str | None = None,
+    site_url: str = "",
+    request: Request | None = None,
+) -> Result:
+    """list_remember_reviews: one page of the agent's own reviews of one session, newest first."""
+    from agents.operations import serializers_reviews as rs
+    from review import selectors as review_selectors
+
+    filters = validated(rs.ReviewListQuery, raw, also=PAGE_ARGUMENTS)
+    limit, offset = page_bounds({"limit": limit, "offset": offset})
+    url = _list_url("api-reviews", rs.ReviewListQuery, raw, url=url, site_url=site_url)
+    reviews = review_selectors.session_reviews_for_agent(
+        agent, session_id=filters["session"], status=filters.get("status")
+    )
+    page = page_of(reviews, limit=limit, offset=offset, url=url)
+    readable = review_selectors.readable_by(agent, page.items)
+    return Result(http.HTTP_200_OK, page.body([_review_body(r, request=request, site_url=site_url) for r in readable]))
 
 
 def _review_body(review: Any, *, request: Request | None, site_url: str) -> dict[str, Any]:

@@ -318,13 +318,30 @@ _ALL += [
         method="POST",
         route="api-reviews",
         inputs=rs.ReviewSubmitIn,
-        answers={201: rs.ReviewOut},
+        answers={201: rs.ReviewOut, 200: rs.ReviewOut},
         errors={400: ("no_review_items", "unknown_repo")},
         kind="write",
         links=True,
         description="Hand the remember sub-agent's output (a fenced JSON block of recommendations) and the "
-        "nominated files' texts (at most 50) to a person. Answers the pending review, its parsed items and its "
-        "review_url; no_review_items when it nominates no file.",
+        "nominated files' texts (at most 50) to a person. Answers 201 with the pending review, its parsed items and "
+        "its review_url; no_review_items when it nominates no file. One review is live per session until you "
+        "consume it: while your review of this session_id is pending, approved or rejected, submitting again "
+        "writes nothing and answers 200 with that review as it stands (same id).",
+    ),
+    Operation(
+        name="list_remember_reviews",
+        run="list_reviews",
+        method="GET",
+        route="api-reviews",
+        inputs=rs.ReviewListQuery,
+        answers={200: s.paginated(rs.ReviewOut, "PaginatedRememberReviews")},
+        paged=True,
+        links=True,
+        description="Your remember reviews of one session (`session`: the session_id they were submitted under, "
+        "1–200 characters), newest first, each as get_remember_review answers it; `status` (pending, approved, "
+        "rejected, consumed) narrows them. At most one is live (not consumed): a restarted runtime finds here the "
+        "review it was waiting on. Another agent's reviews are never listed. One page: limit 1–200 (default 50), "
+        "offset ≥ 0, with the API's `next`/`previous`.",
     ),
     Operation(
         name="get_remember_review",

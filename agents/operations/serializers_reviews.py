@@ -8,7 +8,9 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from review.models import ReviewStatus
 from review.selectors import MAX_WAIT_SECONDS
+from review.services import SESSION_ID_MAX
 
 OUTPUT_MAX_CHARS = 200_000
 FILES_MAX = 50
@@ -24,7 +26,11 @@ class StrictText(serializers.CharField):
 
 
 class ReviewSubmitIn(serializers.Serializer):
-    session_id = serializers.CharField(max_length=200, help_text="the agent runtime's session (turn) id")
+    session_id = serializers.CharField(
+        max_length=SESSION_ID_MAX,
+        help_text="the agent runtime's session (turn) id; while a review of it is live (not consumed) a "
+        "second submission answers that one",
+    )
     repo = serializers.SlugField(required=False, allow_null=True, max_length=100)
     output = StrictText(
         max_length=OUTPUT_MAX_CHARS,
@@ -52,6 +58,15 @@ class ReviewWaitQuery(serializers.Serializer):
         min_value=0,
         max_value=MAX_WAIT_SECONDS,
         help_text=f"seconds to long-poll while pending (max {MAX_WAIT_SECONDS})",
+    )
+
+
+class ReviewListQuery(serializers.Serializer):
+    session = serializers.CharField(
+        max_length=SESSION_ID_MAX, help_text="the session (turn) id the reviews were submitted under (`session_id`)"
+    )
+    status = serializers.ChoiceField(
+        choices=ReviewStatus.values, required=False, help_text="only the reviews in this state"
     )
 
 

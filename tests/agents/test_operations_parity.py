@@ -188,6 +188,13 @@ TWINS = {
         "/api/v1/reviews/",
         {"session_id": "s-1", "output": "see docs/a.md", "files": {"docs/a.md": "# A"}, "repo": "web"},
     ),
+    "list_remember_reviews": (
+        "list_reviews",
+        rs.ReviewListQuery,
+        "get",
+        "/api/v1/reviews/",
+        {"session": "s-1", "status": "pending", "limit": 2, "offset": 1},
+    ),
     "get_remember_review": (
         "get_review",
         rs.ReviewWaitQuery,
@@ -324,7 +331,7 @@ TWINS = {
         },
     ),
 }
-LISTS = {"list_facts", "list_policies", "list_memory_conflicts", "list_candidates"}
+LISTS = {"list_facts", "list_policies", "list_memory_conflicts", "list_candidates", "list_remember_reviews"}
 # Routes of the API that are not agent tools: the OpenAPI schema and its browsable docs, and the
 # people-only erasure API (issue 21: signed-in workspace admins; every agent is refused).
 NOT_TOOLS = {"api-schema", "api-docs", "api-admin-erasure-preview", "api-admin-erasures"}

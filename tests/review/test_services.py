@@ -236,7 +236,9 @@ def test_approving_twice_is_a_conflict_and_stores_nothing_more(world):
 
 def test_approving_the_same_file_again_re_mentions_the_fact(world):
     first = approve_review(review=_submit(world), by=_by(world.reviewer))
-    second = approve_review(review=_submit(world), by=_by(world.reviewer))
+    # Another turn (the first turn's review stays its session's live one until consumed).
+    again = submit_review(agent=world.coder, session_id="turn-2", output=OUTPUT, files=FILES, repo="web")
+    second = approve_review(review=again, by=_by(world.reviewer))
     assert second.resolution["stored_ids"] == first.resolution["stored_ids"]
     assert {s["outcome"] for s in second.resolution["stored"]} == {"re_mentioned"}
 

@@ -9,11 +9,17 @@
 
 At the end of a turn the runtime, not the agent, decides: the remember sub-agent is forced
 when the turn produced artifacts, and skipped when the turn produced none or a remember run
-(or its pending review) is already live for the session. The sub-agent gets the versioned
-prompt `prompts/remember_v1.md` (REMEMBER_PROMPT, `remember.v1`) rendered for the turn and runs
-on an OpenAI-compatible endpoint (engram_client.llm) or any `run_subagent(prompt) -> str`
+(or its pending review) is already live for the session in this helper. The sub-agent gets the
+versioned prompt `prompts/remember_v1.md` (REMEMBER_PROMPT, `remember.v1`) rendered for the turn
+and runs on an OpenAI-compatible endpoint (engram_client.llm) or any `run_subagent(prompt) -> str`
 callable. Its output goes to Engram as a review (Engram parses it); the helper waits for a
 person, consumes the review and returns the note to fold into the final answer.
+
+Engram holds one live review per agent and session (pending, or decided but not yet consumed),
+so a restarted runtime loses nothing: before launching the sub-agent, `remember` asks Engram for
+the session's live review and, when there is one, resumes it (waits, consumes, returns the note)
+instead of running the sub-agent again; `resume(session_id)` finds it there too when this
+process never knew it.
 """
 
 from __future__ import annotations
@@ -229,7 +235,8 @@ def read_artifacts(workdir: str | Path, paths: Sequence[str]) -> dict[str, str]:
 
 
 class RememberTurn:
-    """The remember step of a runtime, one instance per runtime (it tracks live sessions).
+    """The remember step of a runtime, one instance per runtime (it tracks live sessions; Engram
+    keeps each session's live review too, so a fresh instance after a restart resumes it).
 
     `engram`: an EngramClient (or its `.reviews`). The sub-agent is `run_subagent(prompt) ->
     output` when given, else a ChatCompletions built from `llm` or from the environment
@@ -283,8 +290,10 @@ class RememberTurn:
         return files
 
     def remember(self, turn: Turn, *, on_submitted: Callable[[dict[str, Any]], object] | None = None) -> RememberResult:
-        """Decide; when launched: render the prompt, run the sub-agent, submit its output with
-        the nominated files' texts, wait for a person, consume, and return the note.
+        """Decide; when launched: resume the session's review live on Engram if it has one (a
+        restarted runtime's: no sub-agent, nothing submitted, `on_submitted` not called), else
+        render the prompt, run the sub-agent, submit its output with the nominated files' texts;
+        then wait for a person, consume, and return the note.
 
         A sub-agent failure (LLMError for the endpoint) propagates and nothing is submitted;
         the session is released so a later call may try again. A failure after submission
@@ -296,6 +305,10 @@ class RememberTurn:
         session_id = _session(turn.session_id)
         submitted = False
         try:
+            live = self.reviews.live(session_id)
+            if live is not None:
+                submitted = True
+                return self._resume(session_id, live)
             artifacts = _artifacts_of(turn)
             files = self._files_for(turn, artifacts)
             prompt = render_remember_prompt(turn.task, turn.summary, {p: files.get(p) for p in artifacts})
@@ -323,19 +336,33 @@ class RememberTurn:
                 self._release(session_id)
 
     def pending_review(self, session_id: str) -> int | None:
-        """The id of the session's review still waiting for a person (after a ReviewTimeout)."""
+        """The id of the session's review this helper still waits on (after a ReviewTimeout)."""
         with self._lock:
             return self._live.get(session_id)
 
     def resume(self, session_id: str) -> RememberResult:
-        """Wait again for the review a ReviewTimeout left pending; the same result as `remember`."""
+        """Wait again for the session's review, then consume it; the same result as `remember`.
+        The review is the one a ReviewTimeout left pending here, else the session's live review
+        on Engram (a restarted runtime's). ValueError when there is neither."""
         review_id = self.pending_review(session_id)
-        if review_id is None:
+        if review_id is not None:
+            review = self.reviews.get(review_id)
+            result = RememberResult(
+                decision=Decision(True, "resumed: waiting for the pending review"), status="pending", review=review
+            )
+            return self._finish(session_id, result)
+        live = self.reviews.live(_session(session_id))
+        if live is None:
             raise ValueError(f"No remember review is pending for session {session_id!r}.")
-        review = self.reviews.get(review_id)
-        result = RememberResult(
-            decision=Decision(True, "resumed: waiting for the pending review"), status="pending", review=review
-        )
+        return self._resume(_session(session_id), live)
+
+    def _resume(self, session_id: str, review: dict[str, Any]) -> RememberResult:
+        """Wait on `review`, the session's live review found on Engram, as on one submitted here."""
+        review_id = int(review["id"])
+        with self._lock:
+            self._live[session_id] = review_id
+        reason = f"resumed: review {review_id} of session {session_id!r} is live on the server"
+        result = RememberResult(decision=Decision(True, reason), status="pending", review=review)
         return self._finish(session_id, result)
 
     def _finish(self, session_id: str, result: RememberResult) -> RememberResult:

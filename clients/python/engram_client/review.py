@@ -8,8 +8,13 @@
     final_answer += "\\n\\n" + final_answer_note(outcome)
 
 The HTTP contract is the API's "Remember reviews" endpoints: POST reviews/, GET
-reviews/{id}/?wait=N (long-poll), POST reviews/{id}/consume/. Instead of long-polling, a runtime
-can wait for the `review.resolved` webhook: `wait(review_id, receiver=WebhookReceiver(secret))`.
+reviews/{id}/?wait=N (long-poll), POST reviews/{id}/consume/, GET reviews/?session=ID (`list`).
+Instead of long-polling, a runtime can wait for the `review.resolved` webhook: `wait(review_id,
+receiver=WebhookReceiver(secret))`.
+
+The server holds one live review per agent and session — pending, or decided but not yet
+consumed: submitting again for that session answers the live review (same id) instead of opening
+another. `live(session_id)` finds it, e.g. after the runtime restarted.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from engram_client.webhooks import WebhookReceiver
 __all__ = ["LONG_POLL_SECONDS", "ReviewClient", "ReviewOutcome", "final_answer_note"]
 
 LONG_POLL_SECONDS = 30.0
+LIST_PAGE = 50
 
 
 @dataclass
@@ -67,11 +73,35 @@ class ReviewClient:
     def submit(
         self, *, session_id: str, output: str, files: Mapping[str, str] | None = None, repo: str | None = None
     ) -> dict[str, Any]:
-        """POST reviews/: the pending review with its parsed items and `review_url`."""
+        """POST reviews/: the pending review with its parsed items and `review_url` — or, when the
+        session already has a live review (not yet consumed), that one as it stands."""
         body: dict[str, Any] = {"session_id": session_id, "output": output, "files": dict(files or {})}
         if repo:
             body["repo"] = repo
         return self.transport.request("POST", "reviews/", body)
+
+    def list(
+        self, *, session_id: str, status: str | None = None, limit: int | None = None, offset: int | None = None
+    ) -> dict[str, Any]:
+        """GET reviews/?session=: one page `{count, next, previous, results}` of this agent's
+        reviews of the session, newest first, each as `get` answers it; `status` (pending,
+        approved, rejected, consumed) narrows them. Another agent's reviews are never listed."""
+        query = {"session": session_id, "status": status, "limit": limit, "offset": offset}
+        return self.transport.request("GET", "reviews/", query=query)
+
+    def live(self, session_id: str) -> dict[str, Any] | None:
+        """The session's review not yet consumed (pending, approved or rejected), or None. The
+        server holds at most one; it is normally the session's newest, but every page is read."""
+        offset = 0
+        while True:
+            page = self.list(session_id=session_id, limit=LIST_PAGE, offset=offset)
+            results = list(page.get("results") or [])
+            for review in results:
+                if review.get("status") != "consumed":
+                    return dict(review)
+            offset += len(results)
+            if not results or not page.get("next"):
+                return None
 
     def get(self, review_id: int, *, wait: float = 0) -> dict[str, Any]:
         """GET reviews/{id}/, holding up to `wait` seconds (max 30) while pending."""
@@ -155,7 +185,8 @@ class ReviewClient:
         receiver: WebhookReceiver | None = None,
     ) -> ReviewOutcome:
         """Submit, wait for a person's decision, consume; the outcome to fold into the answer.
-        `on_submitted` gets the created review (e.g. to show its `review_url` to the user);
+        While the session has a live review the server answers that one, and it is the one waited
+        on. `on_submitted` gets the review (e.g. to show its `review_url` to the user);
         `receiver` waits through webhooks instead of long-polling (see `wait`).
         Raises ReviewTimeout after `timeout` seconds; the review then stays pending."""
         review = self.submit(session_id=session_id, output=output, files=files, repo=repo)
