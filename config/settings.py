@@ -449,7 +449,15 @@ LOGGING = {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
         "json": {"()": "config.logs.JsonFormatter"},
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
+    "filters": {"without_queries": {"()": "config.logs.RedactQueryStrings"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["without_queries"]}
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL") or "INFO"},
-    "loggers": {"pgserver": {"level": "WARNING"}, "sentence_transformers": {"level": "WARNING"}},
+    "loggers": {
+        "pgserver": {"level": "WARNING"},
+        "sentence_transformers": {"level": "WARNING"},
+        # The development server's request lines, through the console handler (query strings redacted).
+        "django.server": {"handlers": ["console"], "level": "INFO", "propagate": False},
+    },
 }

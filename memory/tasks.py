@@ -115,3 +115,11 @@ def deliver_due_webhooks(self: Any) -> int:
     for pk in ids:
         deliver_webhook.delay(pk)
     return len(ids)
+
+
+@shared_task(acks_late=True)
+def compact_after_erasure(tables: list[str], event_id: int | None = None, xid: int | None = None) -> dict[str, Any]:
+    """Rewrite the tables an erasure touched and request a checkpoint (memory.services.erasure.compact)."""
+    from memory.services.erasure import compact
+
+    return compact(tables, event_id=event_id, xid=xid)

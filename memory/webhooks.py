@@ -75,7 +75,7 @@ EVENT_OF_VERB: dict[str, str] = {
     "policy.deprecated": "policy.changed",
 }
 
-CHALLENGE_REASONS = frozenset({"failed_replay", "conflict", "stale", "review"})
+CHALLENGE_REASONS = frozenset({"failed_replay", "conflict", "stale", "review", "erasure"})
 SIGNATURE_HEADER = "X-Engram-Signature"
 USER_AGENT = "Engram-Webhooks/1"
 

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from django.contrib.postgres.search import SearchQuery
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 
@@ -461,6 +462,15 @@ def _plan(workspace: Workspace, selection: Selection, fact_ids: list[int], *, lo
         job_q |= Q(_report_text__contains=text) | Q(_arguments_text__contains=text)
     scrubbed["memory.auditevent"] = sorted(audit.values_list("pk", flat=True)) if ids else []
     scrubbed["memory.job"] = sorted(jobs.filter(job_q).values_list("pk", flat=True)) if ids and variants else []
+    # A memory run's bank item that quotes an erased text (an agent noted the fact during a run):
+    # kept without the text (issue 39); one offered as a deleted candidate goes with it above.
+    bank_q = Q()
+    for text in variants:
+        bank_q |= Q(content__contains=text)
+    quoting = BankItem.objects.filter(run__workspace=workspace).exclude(pk__in=deleted.get("memory.bankitem", []))
+    scrubbed["memory.bankitem"] = (
+        sorted(quoting.filter(bank_q).values_list("pk", flat=True)) if ids and variants else []
+    )
     return ErasurePlan(
         workspace=workspace,
         selection=selection,
@@ -520,7 +530,20 @@ def erase(*, plan: ErasurePlan, reason: str, by: Actor) -> AuditEvent:
         event = _erase_locked(locked, reason, by)
         ids = locked.fact_ids
         transaction.on_commit(lambda: _forget_in_process(ids))
+        tables = compaction_tables(locked)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT txid_current()")
+            xid = int(cursor.fetchone()[0])
+        transaction.on_commit(lambda: _compact_later(tables, event.pk, xid))
     return event
+
+
+def _compact_later(tables: list[str], event_id: int, xid: int) -> None:
+    """The compaction as a Celery task (in-process without a broker, as every task); by name, as
+    schedule_embedding does: memory.tasks wraps this module."""
+    from celery import current_app
+
+    current_app.tasks["memory.tasks.compact_after_erasure"].delay(tables, event_id, xid)
 
 
 def _erase_locked(plan: ErasurePlan, reason: str, by: Actor) -> AuditEvent:
@@ -556,6 +579,10 @@ def _erase_locked(plan: ErasurePlan, reason: str, by: Actor) -> AuditEvent:
         is_target = AuditEvent.objects.filter(pk=event.pk).filter(targets).exists()
         event.detail = _ids_only(event.detail) if is_target else scrub_json(event.detail, variants)
         event.save(update_fields=["detail"])
+    for item in BankItem.objects.filter(pk__in=plan.scrubbed.get("memory.bankitem", [])).order_by("pk"):
+        item.content = scrub_text(item.content, variants)
+        item.tags = scrub_json(item.tags, variants)
+        item.save(update_fields=["content", "tags"])
     for job in Job.objects.filter(pk__in=plan.scrubbed["memory.job"]).order_by("pk"):
         job.report = scrub_json(job.report, variants)
         job.arguments = scrub_json(job.arguments, variants)
@@ -576,3 +603,132 @@ def _erase_locked(plan: ErasurePlan, reason: str, by: Actor) -> AuditEvent:
             "counts": plan.counts(),
         },
     )
+
+
+# --- After the erasure: nothing left in the relation files (issue 39) ---------------------------
+# A deleted or updated row stays on disk as a dead tuple until VACUUM, and VACUUM only marks its
+# space free: its bytes stay in the page until another row happens to overwrite them (measured:
+# after DELETE, VACUUM and CHECKPOINT the erased text was still in the heap file and in its
+# indexes). Only a rewrite of the table leaves it out, so the tables an erasure touched are
+# rewritten with VACUUM FULL (new files; the old ones are removed at the checkpoint requested
+# after). VACUUM FULL holds each table's ACCESS EXCLUSIVE lock while it runs — memory_fact with
+# its HNSW graphs longest — which is why it runs after the erasure's commit, in the background
+# (README, Erasure: how long, and what is left in WAL, backups and earlier exports).
+COMPACT_LOCK_TIMEOUT = "30s"
+# VACUUM FULL copies a deleted row into the new file while any snapshot taken before the delete
+# may still read it (an open transaction, an autovacuum ANALYZE): the compaction first waits, at
+# most this long, for every snapshot older than the erasure to end.
+COMPACT_WAIT_SECONDS = 60.0
+# A rewrite that still had to keep deleted rows (VACUUM VERBOSE counts more row versions kept
+# than the table has rows: a snapshot no check saw) is run again, at most this many times.
+COMPACT_ATTEMPTS = 5
+_KEPT = re.compile(r"found \d+ removable, (\d+) nonremovable row versions")
+
+
+def _rewrite(cursor: Any, table: str) -> bool:
+    """VACUUM (FULL, ANALYZE) `table` until it keeps no row version beyond its live rows (at most
+    COMPACT_ATTEMPTS times, a second apart); whether it got there."""
+    import time
+
+    notices: list[str] = []
+    raw = connection.connection
+    handler = lambda diagnostic: notices.append(diagnostic.message_primary or "")  # noqa: E731
+    raw.add_notice_handler(handler)
+    try:
+        for attempt in range(COMPACT_ATTEMPTS):
+            notices.clear()
+            cursor.execute(f'VACUUM (FULL, ANALYZE, VERBOSE) "{table}"')
+            kept = sum(int(m.group(1)) for n in notices if (m := _KEPT.search(n)))
+            cursor.execute(f'SELECT count(*) FROM "{table}"')  # noqa: S608 -- a table name Django knows
+            if kept <= cursor.fetchone()[0]:
+                return True
+            if attempt + 1 < COMPACT_ATTEMPTS:
+                time.sleep(1.0)
+        return False
+    finally:
+        raw.remove_notice_handler(handler)
+
+
+def compaction_tables(plan: ErasurePlan) -> list[str]:
+    """The tables whose rows the erasure deleted, scrubbed or unlinked (their many-to-many
+    tables too), memory_fact first."""
+    from django.apps import apps
+
+    labels = ["memory.fact", *plan.deleted, *plan.scrubbed, *plan.unlinked]
+    for _, part in plan.parts:
+        labels += [*part.deleted, *part.scrubbed]
+    tables: list[str] = []
+    for label in dict.fromkeys(labels):
+        model = apps.get_model(label)
+        tables.append(model._meta.db_table)
+        tables += [f.remote_field.through._meta.db_table for f in model._meta.local_many_to_many]
+    return list(dict.fromkeys(tables))
+
+
+def _older_snapshots(xid: int) -> int:
+    """How many other sessions of this database hold a snapshot taken before transaction `xid`, or
+    run a transaction begun before it."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            " AND (age(backend_xmin) >= age(%s::text::xid) OR age(backend_xid) >= age(%s::text::xid))",
+            [str(xid % 2**32)] * 2,
+        )
+        return int(cursor.fetchone()[0])
+
+
+def compact(tables: list[str], *, event_id: int | None = None, xid: int | None = None) -> dict[str, Any]:
+    """Rewrite `tables` (VACUUM FULL, ANALYZE) and request a checkpoint; outside any transaction.
+    With `xid` (the erasure's transaction), first wait up to COMPACT_WAIT_SECONDS for the
+    snapshots older than it to end. Records `subject.erasure_compacted` (tables, seconds, each
+    failure, older snapshots still open, the checkpoint) and returns its detail. A table whose
+    lock is not granted within COMPACT_LOCK_TIMEOUT, or a checkpoint the database role may not
+    request, is reported, not raised."""
+    import time
+
+    from django.db import DatabaseError
+
+    from memory.models import AuditEvent
+
+    if connection.in_atomic_block:  # VACUUM cannot run in a transaction (a test running on_commit in its own)
+        return {"tables": tables, "skipped": "inside a transaction"}
+    known = set(connection.introspection.table_names())
+    began = time.monotonic()
+    failed: dict[str, str] = {}
+    older = _older_snapshots(xid) if xid is not None else 0
+    while older and time.monotonic() - began < COMPACT_WAIT_SECONDS:
+        time.sleep(0.2)
+        older = _older_snapshots(xid) if xid is not None else 0
+    with connection.cursor() as cursor:
+        cursor.execute(f"SET lock_timeout = '{COMPACT_LOCK_TIMEOUT}'")
+        for table in tables:
+            if table not in known:  # only names Django knows reach the SQL below
+                continue
+            try:
+                if not _rewrite(cursor, table):
+                    failed[table] = f"deleted rows still visible to a snapshot after {COMPACT_ATTEMPTS} rewrites"
+            except DatabaseError as error:
+                failed[table] = str(error).splitlines()[0]
+        cursor.execute("RESET lock_timeout")
+        try:
+            cursor.execute("CHECKPOINT")
+            checkpoint = "requested"
+        except DatabaseError as error:
+            checkpoint = f"not requested: {str(error).splitlines()[0]}"
+    detail = {
+        "tables": [t for t in tables if t in known],
+        "failed": failed,
+        "checkpoint": checkpoint,
+        "older_snapshots": older,
+        "seconds": round(time.monotonic() - began, 3),
+    }
+    workspace_id = None
+    if event_id is not None:
+        workspace_id = AuditEvent.objects.filter(pk=event_id).values_list("workspace_id", flat=True).first()
+    record_event(
+        actor=Actor.system("erasure"),
+        verb="subject.erasure_compacted",
+        workspace_id=workspace_id,
+        detail={**detail, "erasure_event": event_id},
+    )
+    return detail

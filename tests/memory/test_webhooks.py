@@ -687,3 +687,17 @@ def test_without_a_broker_the_first_attempt_does_not_hold_the_request(settings, 
         if thread.name == "engram-webhooks":
             thread.join(5)
     assert sent == [([7, 8], "engram-webhooks")]
+
+
+def test_every_challenge_reason_reaches_the_webhook_the_erasure_relink_included():
+    """Issue 39: a fact challenged because the fact that replaced it was erased said "reason": null."""
+    from memory.models import AuditEvent
+    from memory.services.lifecycle import ChallengeReason
+    from memory.webhooks import _challenged
+
+    for reason in ChallengeReason.ALL:
+        event = AuditEvent(verb="fact.challenged", target_type="fact", target_id=7, detail={"reason": reason})
+        assert _challenged(event)[1] == {"reason": reason}
+    assert _challenged(AuditEvent(verb="fact.challenged", target_type="fact", target_id=7, detail={"reason": "x"}))[
+        1
+    ] == {"reason": None}
