@@ -30,13 +30,13 @@ import django
 
 django.setup()
 
-from django.conf import settings  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from agents.services import create_agent  # noqa: E402
 from bench.common import recreate_database  # noqa: E402
 from bench.datasets import SearchSet, search_set, search_sets  # noqa: E402
+from memory import decay  # noqa: E402
 from memory.actors import Actor  # noqa: E402
 from memory.embeddings import embed_text, embed_texts, fact_text  # noqa: E402
 from memory.models import (  # noqa: E402
@@ -164,8 +164,11 @@ def main() -> None:
     args = parser.parse_args()
     use(args.data)
     started = time.monotonic()
-    print(f"== {args.data} (decay floor {settings.ENGRAM_DECAY_FLOOR})", flush=True)
+    print(f"== {args.data}", flush=True)
     agent, ids = load()
+    decay.clear_cache()
+    floors = {name: c.floor for name, c in decay.parameters().items() if c.floor}
+    print(f"decay floors: {floors or 'none'}", flush=True)
     queries = [(q, {ids[k]: g for k, g in q["relevant"].items()}) for q in data.queries]
     print(
         f"{len(data.facts)} facts ({len(data.supersessions)} superseded), "

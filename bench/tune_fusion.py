@@ -21,9 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from django.conf import settings
-
 from bench import eval as ev
+from memory import decay
 from memory.embeddings import embed_text
 from memory.search import hybrid, intent
 
@@ -77,8 +76,11 @@ def apply(v: dict) -> None:
         weights[intent.Intent.RELATIONAL]["lexical"] = v["general_lexical"]
     if "general_recency" in v:
         weights[intent.Intent.GENERAL]["recency"] = v["general_recency"]
-    if "decay_floor" in v:
-        settings.ENGRAM_DECAY_FLOOR = v["decay_floor"]
+    if "decay_floor" in v:  # one floor for every type (the DecayProfile rows, which search reads)
+        from memory.models import DecayProfile
+
+        DecayProfile.objects.update(floor=v["decay_floor"])
+        decay.clear_cache()
     if "lookup_graph" in v:
         weights[intent.Intent.LOOKUP]["graph"] = v["lookup_graph"]
     intent.WEIGHTS.clear()

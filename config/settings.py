@@ -392,9 +392,9 @@ ENGRAM_EXPOSURE_RETENTION_DAYS = env_int("ENGRAM_EXPOSURE_RETENTION_DAYS", 90, m
 # for this many hours is closed as abandoned by the daily job `close-abandoned-runs` (issue 39): a
 # runtime cut off mid-way leaves no run `running` for good. 0 never closes one.
 ENGRAM_RUN_ABANDON_HOURS = env_int("ENGRAM_RUN_ABANDON_HOURS", 24, minimum=0, maximum=8_760)
-# Recall ranking: decay x confidence scales a candidate between FLOOR and 1 (so an old but
-# relevant fact is lowered, not buried); facts of the caller's repo are multiplied by REPO_BOOST.
-ENGRAM_DECAY_FLOOR = env_float("ENGRAM_DECAY_FLOOR", 0.8)
+# Recall ranking: decay (fully, per memory type: memory/decay.py; a type's floor is a DecayProfile
+# setting, none by default) x confidence scales a candidate; facts of the caller's repo are
+# multiplied by REPO_BOOST.
 ENGRAM_REPO_BOOST = env_float("ENGRAM_REPO_BOOST", 1.5, minimum=1.0, maximum=10.0)
 # Re-mention reinforcement: c <- c + (1 - c) * r * w (SPEC §3).
 ENGRAM_REINFORCEMENT_RATE = env_float("ENGRAM_REINFORCEMENT_RATE", 0.3)

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 class DecayProfileAdmin(admin.ModelAdmin):
     """Global Weibull curves (SPEC §3): every staff member may read them, only superusers tune them."""
 
-    list_display = ("memory_type", "scale_days", "shape", "half_life", "stale_after_days")
+    list_display = ("memory_type", "scale_days", "shape", "half_life", "floor", "stale_after_days")
     ordering = ("memory_type",)
 
     @admin.display(description="half-life (days)")

@@ -57,16 +57,27 @@ class DecayProfile(models.Model):
     stale_after_days = models.PositiveIntegerField(
         default=180, help_text="An active fact not validated for this long is challenged as stale (SPEC §7)."
     )
+    floor = models.FloatField(
+        default=0.0,
+        help_text="Search scales a fact's score by floor + (1 − floor) × weight: 0 (the default) applies decay "
+        "fully; a floor keeps old facts of this type from fading below it — write down why you set one.",
+    )
 
     class Meta:
         ordering = ["memory_type"]
         constraints = [
             models.CheckConstraint(condition=Q(scale_days__gt=0), name="decay_scale_positive"),
             models.CheckConstraint(condition=Q(shape__gt=0), name="decay_shape_positive"),
+            models.CheckConstraint(
+                condition=Q(floor__gte=0) & Q(floor__lt=1),
+                name="decay_floor_in_range",
+                violation_error_message="The floor is at least 0 and below 1 (1 would switch decay off).",
+            ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.memory_type}: λ={self.scale_days:g}d k={self.shape:g}"
+        floor = f" floor={self.floor:g}" if self.floor else ""
+        return f"{self.memory_type}: λ={self.scale_days:g}d k={self.shape:g}{floor}"
 
 
 # The facts recall reads now; the two HNSW graphs of Fact split the embedded facts by it.

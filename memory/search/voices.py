@@ -15,7 +15,6 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, models
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import DEFERRED, QuerySet
@@ -272,11 +271,13 @@ def _scope_where(scope: Scope) -> tuple[str, list[Any]]:
 
 
 def _decay_sql(as_of: datetime | None = None) -> tuple[str, list[Any]]:
-    """floor + (1 - floor) × exp(-(age/λ)^k) for a row of memory_fact, with λ and k per memory type (a CASE over the
-    types, in float8: numeric arithmetic and a per-row subquery cost a third of the ranking).
-    The exponent is capped at 700: exp(-745) underflows float8 and PostgreSQL raises "value out
-    of range: underflow" — a 700-day-old commitment (λ 14, k 2) made every search fail.
-    With `as_of`, the age is measured at as_of from the last mention recorded by then."""
+    """decay.Weibull.factor for a row of memory_fact: floor + (1 - floor) × exp(-(age/λ')^k), with
+    λ' = λ × (1 + RECALL_STRETCH × ln(1 + recall_count)) and λ, k, floor per memory type (a CASE
+    over the types, in float8: numeric arithmetic and a per-row subquery cost a third of the
+    ranking). The exponent is capped at 700: exp(-745) underflows float8 and PostgreSQL raises
+    "value out of range: underflow" — a 700-day-old commitment (λ 14, k 2) made every search fail.
+    With `as_of`, the age is measured at as_of from the last mention recorded by then (the recall
+    count is today's: its history is not kept)."""
     curves = decay.parameters()
     if as_of is None:
         age_days = "greatest(date_part('epoch', now() - memory_fact.last_mentioned_at), 0) / 86400.0"
@@ -285,13 +286,14 @@ def _decay_sql(as_of: datetime | None = None) -> tuple[str, list[Any]]:
         mentioned, mentioned_params = mentioned_then_sql(as_of)
         age_days = f"greatest(date_part('epoch', %s::timestamptz - {mentioned}), 0) / 86400.0"
         age_params = [as_of, *mentioned_params]
-    branches = " ".join([f"WHEN %s THEN exp(-least(power({age_days} / %s::float8, %s::float8), 700.0))"] * len(curves))
-    params: list[Any] = [x for name, c in curves.items() for x in (name, *age_params, c.scale_days, c.shape)]
-    # Softened by the floor, as hybrid's _adjust: relevance leads, decay orders near-equals. Raw,
-    # a month's age between two observations of last year was a factor of e (issue 35).
-    floor = float(settings.ENGRAM_DECAY_FLOOR)
-    sql = f"(%s::float8 + %s::float8 * (CASE memory_fact.memory_type {branches} ELSE 1.0 END))"
-    return sql, [floor, 1.0 - floor, *params]
+    stretched = "(%s::float8 * (1.0 + %s::float8 * ln(1.0 + greatest(memory_fact.recall_count, 0))))"
+    branch = f"WHEN %s THEN %s::float8 + %s::float8 * exp(-least(power({age_days} / {stretched}, %s::float8), 700.0))"
+    params: list[Any] = [
+        x
+        for name, c in curves.items()
+        for x in (name, c.floor, 1.0 - c.floor, *age_params, c.scale_days, decay.RECALL_STRETCH, c.shape)
+    ]
+    return f"(CASE memory_fact.memory_type {' '.join([branch] * len(curves))} ELSE 1.0 END)", params
 
 
 def lexical_sql(
@@ -302,12 +304,15 @@ def lexical_sql(
     prefer_repo: str | None = None,
     narrow: bool = False,
     matched: bool = False,
+    relevance: bool = False,
 ) -> tuple[str, list[Any]] | None:
     """Full-text matches (GIN index) with OR semantics over the text's terms, scored by the IDF of
     the terms each fact contains (plus ts_rank for density) × decay × confidence; with
     `prefer_repo`, that repo's facts come first. With `matched`, each row also brings the summed
     IDF of the terms the fact contains (before ts_rank, decay and confidence: how much of the text's
-    term weight it matches). None when the text has no searchable term.
+    term weight it matches). With `relevance`, last, the score before decay and confidence (what
+    hybrid fuses: it applies decay × confidence itself, once). None when the text has no
+    searchable term.
 
     Written as SQL rather than ORM expressions: building the ORM form cost ~10 ms a call."""
     weighted = weighted_terms(text)
@@ -340,11 +345,17 @@ def lexical_sql(
         f"SELECT memory_fact.id, ({idf_sql} + ts_rank(memory_fact.search_vector, {tsquery(weighted)}, 1))"  # noqa: S608 -- fragments built in code from %s placeholders; every value is a bound param
         f" * {decay_sql} * memory_fact.confidence AS score, {preferred_sql} AS preferred"
         + (f", ({idf_sql}) AS matched" if matched else "")
+        + (
+            f", ({idf_sql} + ts_rank(memory_fact.search_vector, {tsquery(weighted)}, 1)) AS relevance"
+            if relevance
+            else ""
+        )
         + f" FROM memory_fact WHERE {where} AND memory_fact.search_vector @@ ({select_sql})"
         f" ORDER BY {LEXICAL_ORDER} LIMIT %s"
     )
     params = [*idf_params, *[w for w, _, _ in weighted], *decay_params, *repo_params]
-    params += [*(idf_params if matched else []), *where_params, *select_params]
+    params += [*(idf_params if matched else []), *(idf_params + [w for w, _, _ in weighted] if relevance else [])]
+    params += [*where_params, *select_params]
     return sql, [*params, limit]
 
 
@@ -372,12 +383,16 @@ def narrowing_terms(weighted: Sequence[tuple[str, float, float]], selective: Seq
     return companions
 
 
-def lexical(scope: Scope, text: str, *, limit: int, prefer_repo: str | None = None) -> list[tuple[int, float]]:
-    """Ranked (id, score) of the lexical voice. When the rarest term is common, the facts that
-    also contain one of the next rarest terms are asked first (narrowing_terms); when they are
-    fewer than `limit`, the question is asked again without narrowing. (Narrowing is a bound on
-    work, not exact: a fresh fact with only the common term may lose to an older one with both.)"""
-    return [(row[0], float(row[1])) for row in _lexical_rows(scope, text, limit=limit, prefer_repo=prefer_repo)]
+def lexical(
+    scope: Scope, text: str, *, limit: int, prefer_repo: str | None = None, undecayed: bool = False
+) -> list[tuple[int, float]]:
+    """Ranked (id, score) of the lexical voice (with `undecayed`, in the same order, each fact's
+    score before decay and confidence). When the rarest term is common, the facts that also
+    contain one of the next rarest terms are asked first (narrowing_terms); when they are fewer
+    than `limit`, the question is asked again without narrowing. (Narrowing is a bound on work,
+    not exact: a fresh fact with only the common term may lose to an older one with both.)"""
+    rows = _lexical_rows(scope, text, limit=limit, prefer_repo=prefer_repo, relevance=undecayed)
+    return [(row[0], float(row[-1] if undecayed else row[1])) for row in rows]
 
 
 def _lexical_rows(
@@ -388,6 +403,7 @@ def _lexical_rows(
     prefer_repo: str | None,
     loading: dict[str, Any] | None = None,
     database: BaseDatabaseWrapper | None = None,
+    relevance: bool = False,
 ) -> list[tuple[Any, ...]]:
     """The lexical voice's rows (id, score, …); with `loading`, each wrapped by _with_facts."""
     database = database or reader()
@@ -399,7 +415,9 @@ def _lexical_rows(
     with database.cursor() as cursor:
         for narrow in (True, False) if narrowed else (False,):
             matched = bool(loading and loading.get("matched"))
-            query = lexical_sql(scope, text, limit=limit, prefer_repo=prefer_repo, narrow=narrow, matched=matched)
+            query = lexical_sql(
+                scope, text, limit=limit, prefer_repo=prefer_repo, narrow=narrow, matched=matched, relevance=relevance
+            )
             assert query is not None  # the text has searchable terms
             cursor.execute(*(query if loading is None else _with_facts(*query, order=LEXICAL_ORDER, **loading)))
             rows = cursor.fetchall()
@@ -498,6 +516,7 @@ HIT_FIELDS = (
     "source_layer",
     "rationale",
     "origin_candidate_id",
+    "recall_count",
 )
 _JSON_FIELDS = {HIT_FIELDS.index("valid_for"), HIT_FIELDS.index("not_valid_for")}
 _HIT_COLUMNS = ", ".join(f"hit.{name}" for name in HIT_FIELDS) + ", hit_domain.name, hit_domain.repo_id, hit_repo.slug"

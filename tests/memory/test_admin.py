@@ -331,12 +331,17 @@ def test_decay_profiles_are_visible_to_staff_but_only_superusers_change_them(dja
     profile = DecayProfile.objects.get(memory_type="decision")
 
     assert client.get(changelist_url(DecayProfile)).status_code == 200
-    data = {"memory_type": "decision", "scale_days": 1, "shape": 1, "stale_after_days": 1}
+    data = {"memory_type": "decision", "scale_days": 1, "shape": 1, "stale_after_days": 1, "floor": 0.5}
     assert client.post(change_url(profile), data).status_code == 403
 
     assert superuser_client.post(change_url(profile), data).status_code == 302
     profile.refresh_from_db()
-    assert profile.scale_days == 1
+    assert profile.scale_days == 1 and profile.floor == 0.5
+    # A floor of 1 would switch decay off: refused on the form, not a 500.
+    refused = superuser_client.post(change_url(profile), {**data, "floor": 1.0})
+    assert refused.status_code == 200 and "below 1 (1 would switch decay off)" in refused.content.decode()
+    profile.refresh_from_db()
+    assert profile.floor == 0.5
 
 
 # --- Facts: archive, never delete, never edit in place ---------------------------------------

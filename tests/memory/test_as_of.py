@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import pytest
-from django.conf import settings
 from django.utils import timezone
 
 from memory import decay, selectors
@@ -210,13 +209,11 @@ def test_decay_is_measured_at_as_of(world):
     as_of = month_ago + timedelta(days=1)
     [then_hit] = search_memory(agent=world.coder, query=query, mode="keyword", record=False, as_of=as_of).hits
     assert now_hit.fact.pk == then_hit.fact.pk == fact.pk
-    # A commitment (λ 14 days, k 2) is nearly forgotten after 30 days, fresh after one; search
-    # softens decay by the floor (relevance leads), so the scores differ by the softened weights.
+    # A commitment (λ 14 days, k 2) is nearly forgotten after 30 days, fresh after one; decay
+    # applies fully (issue 39), so the scores differ by the weights themselves.
     weight = lambda at: decay.weight_at("commitment", month_ago, at)  # noqa: E731
     assert weight(as_of) > 10 * weight(timezone.now())
-    floor = settings.ENGRAM_DECAY_FLOOR
-    expected = (floor + (1 - floor) * weight(as_of)) / (floor + (1 - floor) * weight(timezone.now()))
-    assert then_hit.score / now_hit.score == pytest.approx(expected, rel=1e-3)
+    assert then_hit.score / now_hit.score == pytest.approx(weight(as_of) / weight(timezone.now()), rel=1e-3)
 
 
 def test_a_none_grant_still_hides_a_domain_as_of_any_moment(world):
