@@ -183,7 +183,9 @@ def test_a_fact_agents_keep_recalling_outranks_its_forgotten_twin(world, mode):
         for h in search_memory(agent=world.coder, query="zephyrine mirror sync", mode=mode, record=False).hits
     }
     assert floored[used.pk] > floored[forgotten.pk]  # above observation's floor too
-    DecayProfile.objects.filter(memory_type="observation").update(floor=0.0)  # the stretch itself, unfloored
+    DecayProfile.objects.update_or_create(  # the stretch itself, unfloored
+        memory_type="observation", defaults={"scale_days": 30, "shape": 1, "floor": 0.0}
+    )
     decay.clear_cache()
     hits = search_memory(agent=world.coder, query="zephyrine mirror sync", mode=mode, record=False).hits
     scores = {h.fact.pk: h.score for h in hits}
