@@ -35,7 +35,8 @@ DEFAULT_PARAMETERS: dict[str, tuple[float, float]] = {
 # Decay applies fully in every mode (issue 39) except where a floor is written down here with its
 # reason (mirrored on the DecayProfile rows by migration 0024; admins may change them). Chosen on
 # the tuning sets of `make eval` (search set `tune`, conversations CA and CB), hybrid nDCG@10 on
-# `tune`: no floor at all 0.615; floors on observation and event only 0.771; these 0.785.
+# `tune` (`python -m bench.tune_decay`): no floor at all 0.615; floors on observation and event only
+# 0.771; these 0.785 (0.796 with hybrid's CONFIDENCE_FLOOR); the old 0.8 for commitments too 0.804.
 # - commitment: none. A promise fades fast once due (design note 003): a year-old one scores next
 #   to nothing (it scored 0.83 against 1.45 fresh under the old global 0.8 and still ranked second).
 # - observation (λ 30 days) and event (λ 90 days), 0.8: what was seen or said, and what happened,
