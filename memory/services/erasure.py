@@ -614,7 +614,12 @@ def _erase_locked(plan: ErasurePlan, reason: str, by: Actor) -> AuditEvent:
 # after). VACUUM FULL holds each table's ACCESS EXCLUSIVE lock while it runs — memory_fact with
 # its HNSW graphs longest — which is why it runs after the erasure's commit, in the background
 # (README, Erasure: how long, and what is left in WAL, backups and earlier exports).
-COMPACT_LOCK_TIMEOUT = "30s"
+# A table's rewrite waits at most this long for its lock, then tries again after LOCK_PAUSE, at
+# most LOCK_ATTEMPTS times: while an ACCESS EXCLUSIVE request waits, PostgreSQL queues every later
+# reader of the table behind it, so one long wait would stall searches as long as it lasted.
+COMPACT_LOCK_TIMEOUT = "3s"
+LOCK_ATTEMPTS = 5
+LOCK_PAUSE_SECONDS = 5.0
 # VACUUM FULL copies a deleted row into the new file while any snapshot taken before the delete
 # may still read it (an open transaction, an autovacuum ANALYZE): the compaction first waits, at
 # most this long, for every snapshot older than the erasure to end.
@@ -665,6 +670,27 @@ def compaction_tables(plan: ErasurePlan) -> list[str]:
     return list(dict.fromkeys(tables))
 
 
+def _rewrite_when_locked(cursor: Any, table: str) -> str | None:
+    """_rewrite `table`, trying again LOCK_PAUSE_SECONDS later while its lock is not granted within
+    COMPACT_LOCK_TIMEOUT (at most LOCK_ATTEMPTS times); why it failed, or None."""
+    import time
+
+    from django.db import DatabaseError, OperationalError
+
+    for attempt in range(1, LOCK_ATTEMPTS + 1):
+        try:
+            if _rewrite(cursor, table):
+                return None
+            return f"deleted rows still visible to a snapshot after {COMPACT_ATTEMPTS} rewrites"
+        except OperationalError as error:  # lock_timeout: another session holds the table
+            if attempt == LOCK_ATTEMPTS:
+                return f"{str(error).splitlines()[0]} ({attempt} attempts)"
+            time.sleep(LOCK_PAUSE_SECONDS)
+        except DatabaseError as error:
+            return str(error).splitlines()[0]
+    return None
+
+
 def _older_snapshots(xid: int) -> int:
     """How many other sessions of this database hold a snapshot taken before transaction `xid`, or
     run a transaction begun before it."""
@@ -704,11 +730,8 @@ def compact(tables: list[str], *, event_id: int | None = None, xid: int | None =
         for table in tables:
             if table not in known:  # only names Django knows reach the SQL below
                 continue
-            try:
-                if not _rewrite(cursor, table):
-                    failed[table] = f"deleted rows still visible to a snapshot after {COMPACT_ATTEMPTS} rewrites"
-            except DatabaseError as error:
-                failed[table] = str(error).splitlines()[0]
+            if (failure := _rewrite_when_locked(cursor, table)) is not None:
+                failed[table] = failure
         cursor.execute("RESET lock_timeout")
         try:
             cursor.execute("CHECKPOINT")

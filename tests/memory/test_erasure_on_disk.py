@@ -125,3 +125,33 @@ def test_plain_vacuum_would_leave_the_text_in_the_files(world, readable_data_dir
         cursor.execute("VACUUM memory_fact")
     assert files_holding(MARKER, ["memory_fact"]) == ["memory_fact"]
     assert Fact.objects.filter(pk=kept.pk).exists()
+
+
+def test_a_table_another_session_holds_is_reported_not_waited_on_for_long(world, monkeypatch):
+    """While the rewrite's lock request waits, every later reader of the table queues behind it:
+    it waits COMPACT_LOCK_TIMEOUT at most, tries again LOCK_ATTEMPTS times, then reports the table
+    and goes on with the others."""
+    import psycopg
+
+    from memory.services import erasure as service
+
+    monkeypatch.setattr(service, "COMPACT_LOCK_TIMEOUT", "200ms")
+    monkeypatch.setattr(service, "LOCK_ATTEMPTS", 2)
+    monkeypatch.setattr(service, "LOCK_PAUSE_SECONDS", 0.0)
+    settings = connection.settings_dict
+    holder = psycopg.connect(
+        host=settings["HOST"], port=settings["PORT"] or 5432, user=settings["USER"], dbname=settings["NAME"]
+    )
+    try:
+        holder.execute("LOCK TABLE agents_bankitem IN ACCESS SHARE MODE")  # a reader mid-transaction
+        detail = service.compact(["agents_bankitem", "memory_job"])
+    finally:
+        holder.rollback()
+        holder.close()
+    assert set(detail["failed"]) == {"agents_bankitem"}
+    assert (
+        "lock timeout" in detail["failed"]["agents_bankitem"] and "(2 attempts)" in detail["failed"]["agents_bankitem"]
+    )
+    assert detail["tables"] == ["agents_bankitem", "memory_job"] and detail["checkpoint"] == "requested"
+    [event] = AuditEvent.objects.filter(verb="subject.erasure_compacted")
+    assert event.detail["failed"] == detail["failed"]
