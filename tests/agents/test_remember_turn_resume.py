@@ -2,7 +2,6 @@
 fresh RememberTurn finds it there — `remember(turn)` resumes it instead of running the sub-agent
 again, `resume(session_id)` waits on it — against a real server."""
 
-import threading
 import time
 
 import pytest
@@ -12,6 +11,7 @@ from engram_client.remember import RememberTurn, Turn
 from memory.actors import Actor
 from review.models import RememberReview
 from review.services import approve_review, reject_review
+from tests.agents.test_remember_turn import _run_in_thread
 from tests.review.samples import FILES, OUTPUT
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("reviewer_is_workspace_admin")]
@@ -37,20 +37,6 @@ def _first_runtime(engram):
     return RememberReview.objects.get()
 
 
-def _in_thread(fn):
-    result = {}
-
-    def target():
-        try:
-            result["value"] = fn()
-        except BaseException as exc:  # handed to the test thread
-            result["error"] = exc
-
-    thread = threading.Thread(target=target)
-    thread.start()
-    return thread, result
-
-
 def _when_waiting(timeout=10):
     """Until the live server (in this process) holds the runtime's long-poll."""
     from review import waiting
@@ -65,7 +51,7 @@ def test_a_restarted_runtime_resumes_the_pending_review_without_the_sub_agent(wo
     review = _first_runtime(engram)
     restarted = RememberTurn(engram, run_subagent=_never, timeout=60)
     assert restarted.pending_review("turn-42") is None  # this process never knew it
-    thread, outcome = _in_thread(lambda: restarted.resume("turn-42"))
+    thread, outcome = _run_in_thread(lambda: restarted.resume("turn-42"))
     _when_waiting()
     approve_review(review=review, by=Actor.of_user(world.reviewer))
     thread.join(30)

@@ -9,6 +9,14 @@ from memory.services.tenancy import set_grant
 from tests.conftest import client_for
 
 RUNS = "/api/v1/runs/"
+# Every write of a run's agent: a finished run refuses each with 409 run_finished.
+FINISHED_RUN_WRITES = [
+    ("bank/status/", {"content": "more"}),
+    ("bank/knowledge/", {"id": "k2", "content": "c"}),
+    ("bank/procedural/", {"id": "p", "content": "c", "outcome": "failed"}),
+    ("interventions/", {"step": 9}),
+    ("finish/", {"offer_candidates": True}),
+]
 
 
 def _run(client, task="Make the test suite pass on the payments service."):
@@ -296,13 +304,7 @@ def test_finish_without_offer_creates_nothing_and_a_finished_run_is_read_only(wo
     assert body["candidates"] == []
     assert Candidate.objects.count() == candidates_before
     before = _counts()
-    for path, payload in [
-        ("bank/status/", {"content": "more"}),
-        ("bank/knowledge/", {"id": "k2", "content": "c"}),
-        ("bank/procedural/", {"id": "p", "content": "c", "outcome": "failed"}),
-        ("interventions/", {"step": 9}),
-        ("finish/", {"offer_candidates": True}),
-    ]:
+    for path, payload in FINISHED_RUN_WRITES:
         response = api.post(f"{RUNS}{run}/{path}", payload, format="json")
         assert response.status_code == 409, path
         assert response.json()["code"] == "run_finished"

@@ -27,6 +27,7 @@ from memory.models import AuditEvent, BankItem, Candidate, Intervention, MemoryR
 from memory.scheduler import DAILY_JOBS, tick
 from memory.services import runs as run_sweep
 from memory.services.portability import export_workspace, import_workspace
+from tests.agents.test_runs import FINISHED_RUN_WRITES
 from tests.conftest import client_for
 
 RUNS = "/api/v1/runs/"
@@ -229,13 +230,7 @@ def test_writing_to_an_abandoned_run_is_refused_as_for_a_finished_run(world):
     run = _idle(_start(world), HOURS + 1)
     run_sweep.close_abandoned_runs()
     counts = (BankItem.objects.count(), Intervention.objects.count(), Candidate.objects.count())
-    for path, payload in [
-        ("bank/status/", {"content": "more"}),
-        ("bank/knowledge/", {"id": "k2", "content": "c"}),
-        ("bank/procedural/", {"id": "p", "content": "c", "outcome": "failed"}),
-        ("interventions/", {"step": 9}),
-        ("finish/", {"offer_candidates": True}),
-    ]:
+    for path, payload in FINISHED_RUN_WRITES:
         response = api.post(f"{RUNS}{run.pk}/{path}", payload, format="json")
         assert response.status_code == 409, path
         assert response.json()["code"] == "run_finished"
