@@ -632,7 +632,7 @@ _KEPT = re.compile(r"found \d+ removable, (\d+) nonremovable row versions")
 
 def _rewrite(cursor: Any, table: str) -> bool:
     """VACUUM (FULL, ANALYZE) `table` until it keeps no row version beyond its live rows (at most
-    COMPACT_ATTEMPTS times, a second apart); whether it got there."""
+    COMPACT_ATTEMPTS times, two seconds apart); whether it got there."""
     import time
 
     notices: list[str] = []
@@ -648,7 +648,7 @@ def _rewrite(cursor: Any, table: str) -> bool:
             if kept <= cursor.fetchone()[0]:
                 return True
             if attempt + 1 < COMPACT_ATTEMPTS:
-                time.sleep(1.0)
+                time.sleep(2.0)
         return False
     finally:
         raw.remove_notice_handler(handler)
@@ -692,11 +692,12 @@ def _rewrite_when_locked(cursor: Any, table: str) -> str | None:
 
 
 def _older_snapshots(xid: int) -> int:
-    """How many other sessions of this database hold a snapshot taken before transaction `xid`, or
-    run a transaction begun before it."""
+    """How many other sessions hold a snapshot taken before transaction `xid`, or run a transaction
+    begun before it — of any database: sessions of other databases were seen to hold the deleted
+    rows back too (a rewrite kept them with none of this database's sessions older)."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            "SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid()"
             " AND (age(backend_xmin) >= age(%s::text::xid) OR age(backend_xid) >= age(%s::text::xid))",
             [str(xid % 2**32)] * 2,
         )
