@@ -157,3 +157,13 @@ def inference_outside_transactions(request):
         request.getfixturevalue("_django_db_helper")
     with inference.enclosing_transactions():
         yield
+
+
+@pytest.fixture
+def no_term_statistics(monkeypatch):
+    """Search terms weighed as in a database never analysed (every lexeme equally rare): what a
+    test of the preamble's bar reads is then its own facts, not the statistics an earlier test
+    committed (an erasure's rewrite ANALYZEs memory_fact and commits)."""
+    from memory.search import voices
+
+    monkeypatch.setattr(voices, "lexeme_frequencies", lambda: ({}, 0.01, 0.0))

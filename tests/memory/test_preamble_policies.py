@@ -17,6 +17,8 @@ from tests.factories import FactFactory, PolicyFactory
 
 TASK = "Hotfix for production deploys: may I force-push to main on the release branch?"
 
+pytestmark = pytest.mark.usefixtures("no_term_statistics")
+
 
 def write(world, content: str, topic: str) -> Fact:
     """Through the real write path: the fact gets its MiniLM vector."""

@@ -11,6 +11,8 @@ from memory.search.preamble import build_preamble
 from memory.services.embedding import embed_missing
 from tests.factories import FactFactory, PolicyFactory
 
+pytestmark = pytest.mark.usefixtures("no_term_statistics")
+
 
 @pytest.fixture(autouse=True)
 def empty_vector_cache():
