@@ -90,6 +90,17 @@ def _list_url(route: str, query: type[Any], raw: Any, *, url: str | None, site_u
     return api_url(route, given, site_url=site_url)
 
 
+def _page_request(
+    query: type[Any], route: str, raw: Any, limit: Any, offset: Any, url: str | None, site_url: str
+) -> tuple[dict[str, Any], int, int, str]:
+    """What every list operation reads first: its filters (`query`, the page arguments allowed
+    beside them), the page bounds (400 when out of range: agents.operations.pages) and the
+    address its `next`/`previous` link from (_list_url)."""
+    filters = validated(query, raw, also=PAGE_ARGUMENTS)
+    limit, offset = page_bounds({"limit": limit, "offset": offset})
+    return filters, limit, offset, _list_url(route, query, raw, url=url, site_url=site_url)
+
+
 # --- Identity ----------------------------------------------------------------------------------
 def me(agent: Agent, raw: Any = None) -> Result:
     """GET me/: the calling agent's name, role and workspace."""
@@ -128,9 +139,7 @@ def list_facts(
 ) -> Result:
     """GET facts/: one page of the facts visible to the agent (never another workspace's, never a
     `none` domain's), in the API's page shape; `limit`/`offset` follow the page rule."""
-    filters = validated(s.FactListQuery, raw, also=PAGE_ARGUMENTS)
-    limit, offset = page_bounds({"limit": limit, "offset": offset})
-    url = _list_url("api-facts", s.FactListQuery, raw, url=url, site_url=site_url)
+    filters, limit, offset, url = _page_request(s.FactListQuery, "api-facts", raw, limit, offset, url, site_url)
     page = page_of(selectors.facts_for_agent(agent, filters), limit=limit, offset=offset, url=url)
     return Result(http.HTTP_200_OK, page.body(s.FactOut(page.items, many=True).data))
 
@@ -332,9 +341,7 @@ def list_policies(
     agent: Agent, raw: Any, *, limit: Any = None, offset: Any = None, url: str | None = None, site_url: str = ""
 ) -> Result:
     """GET policies/: one page of the policies visible to the agent, newest first."""
-    filters = validated(s.PolicyListQuery, raw, also=PAGE_ARGUMENTS)
-    limit, offset = page_bounds({"limit": limit, "offset": offset})
-    url = _list_url("api-policies", s.PolicyListQuery, raw, url=url, site_url=site_url)
+    filters, limit, offset, url = _page_request(s.PolicyListQuery, "api-policies", raw, limit, offset, url, site_url)
     rows = policy_list_for_agent(agent, active=filters.get("active"))
     page = page_of(rows, limit=limit, offset=offset, url=url)
     return Result(http.HTTP_200_OK, page.body(s.PolicyOut(page.items, many=True).data))
@@ -365,9 +372,7 @@ def list_conflicts(
     `limit` and `offset` follow the page rule (agents.operations.pages): 400 when out of range.
     `next`/`previous` link from `url`, the address the page was asked at; without it, from the
     API's address for the same filters under `site_url`."""
-    filters = validated(s.ConflictListQuery, raw, also=PAGE_ARGUMENTS)
-    limit, offset = page_bounds({"limit": limit, "offset": offset})
-    url = _list_url("api-conflicts", s.ConflictListQuery, raw, url=url, site_url=site_url)
+    filters, limit, offset, url = _page_request(s.ConflictListQuery, "api-conflicts", raw, limit, offset, url, site_url)
     page = page_of(selectors.conflicts_for_agent(agent, filters), limit=limit, offset=offset, url=url)
     return Result(http.HTTP_200_OK, page.body(s.ConflictOut(page.items, many=True).data))
 
@@ -525,9 +530,7 @@ def list_reviews(
     from agents.operations import serializers_reviews as rs
     from review import selectors as review_selectors
 
-    filters = validated(rs.ReviewListQuery, raw, also=PAGE_ARGUMENTS)
-    limit, offset = page_bounds({"limit": limit, "offset": offset})
-    url = _list_url("api-reviews", rs.ReviewListQuery, raw, url=url, site_url=site_url)
+    filters, limit, offset, url = _page_request(rs.ReviewListQuery, "api-reviews", raw, limit, offset, url, site_url)
     reviews = review_selectors.session_reviews_for_agent(
         agent, session_id=filters["session"], status=filters.get("status")
     )
@@ -587,9 +590,9 @@ def list_candidates(
 ) -> Result:
     """list_candidates: one page of the candidates visible to the agent, newest first, each with
     its gates, replays and decisions."""
-    filters = validated(sc.CandidateListQuery, raw, also=PAGE_ARGUMENTS)
-    limit, offset = page_bounds({"limit": limit, "offset": offset})
-    url = _list_url("api-candidates", sc.CandidateListQuery, raw, url=url, site_url=site_url)
+    filters, limit, offset, url = _page_request(
+        sc.CandidateListQuery, "api-candidates", raw, limit, offset, url, site_url
+    )
     page = page_of(candidates_for_agent(agent, filters), limit=limit, offset=offset, url=url)
     return Result(http.HTTP_200_OK, page.body(sc.CandidateOut(page.items, many=True).data))
 
