@@ -21,9 +21,9 @@ from django.conf import settings
 
 from memory import decay
 from memory.embeddings import embed_ahead
-from memory.models import VERACITY_WEIGHT, Fact
+from memory.models import VERACITY_WEIGHT, Fact, MemoryDomain
 from memory.recalls import EPISODE_ID_SQL, open_episode, record_recall
-from memory.search import voices
+from memory.search import rank_rows, voices
 from memory.search.as_of import mentioned_then
 from memory.search.intent import WEIGHTS, classify
 
@@ -126,6 +126,45 @@ def _candidates(found: voices.Loaded, as_of: datetime | None = None) -> dict[int
         for pk, candidate in candidates.items():
             candidate.last_mentioned_at = then[pk]
     return candidates
+
+
+def _ranked_candidates(
+    rows: dict[int, rank_rows.RankRow], ids: Sequence[int], repo: str | None, as_of: datetime | None = None
+) -> dict[int, Candidate]:
+    """The candidates `ids` from what the voices brought of them (rank_rows; a fact with no row
+    is gone and left out); `repo_slug` is set only for the caller's repo (all _repo_boost reads)."""
+    in_repo = set(MemoryDomain.objects.filter(repo__slug=repo).values_list("pk", flat=True)) if repo else set()
+    moment = rank_rows.moment
+    candidates = {
+        pk: Candidate(
+            pk,
+            row.memory_type,
+            moment(row.last_mentioned),
+            row.confidence,
+            repo if row.domain_id in in_repo else None,
+            observed_at=moment(row.observed) if row.observed is not None else None,
+            authority=(int(bool(row.vouched)), VERACITY_WEIGHT.get(row.veracity, 0.0)),
+            recall_count=row.recall_count,
+        )
+        for pk in ids
+        if (row := rows.get(pk)) is not None
+    }
+    if as_of is not None:
+        then = mentioned_then(
+            [(pk, c.last_mentioned_at, moment(rows[pk].created)) for pk, c in candidates.items()], as_of
+        )
+        for pk, candidate in candidates.items():
+            candidate.last_mentioned_at = then[pk]
+    return candidates
+
+
+def _recency(scope: voices.Scope, pool: list[int], rows: dict[int, rank_rows.RankRow]) -> list[tuple[int, float]]:
+    """The recency voice over the pool: voices.temporal, read from the rows the pool's voices
+    brought (the same order: last mention, newest first, then id) when the scope is now's."""
+    if not scope.current or any(pk not in rows for pk in pool):
+        return voices.temporal(scope, pool, limit=CANDIDATES)
+    newest = sorted(pool, key=lambda pk: (rows[pk].last_mentioned, pk), reverse=True)[:CANDIDATES]
+    return [(pk, rows[pk].last_mentioned) for pk in newest]
 
 
 def _authority(found: voices.Loaded, pk: int) -> tuple[int, float]:
@@ -348,13 +387,14 @@ def search_memory(
     )
     intent = classify(query)
     # Keyword scores already carry decay, so without a repo to boost the first `limit` are the
-    # answer, and with one the boost (a bounded factor) reorders only the head. Other modes load
-    # every fused candidate: decay applies fully (memory.decay), so a fresh fact far down the
-    # fused order may outrank every old one above it.
+    # answer, and with one the boost (a bounded factor) reorders only the head. Other modes rank
+    # every fused candidate (from its rank_rows): decay applies fully (memory.decay), so a fresh
+    # fact far down the fused order may outrank every old one above it.
     head = (max(limit * 3, 20) if repo else limit) if mode == "keyword" else None
     # The episode id is reserved by the query that loads the hits (when there are hits).
     reserve = EPISODE_ID_SQL if record else ""
     lists: dict[str, list[tuple[int, float]]] = {}
+    rows: dict[int, rank_rows.RankRow] = {}  # what ranking reads of each candidate (semantic, hybrid)
     lexical_limit = CANDIDATES if mode != "keyword" else max(limit * 3, CANDIDATES)
     if mode == "keyword":
         # One query ranks and loads the head (the lexical order is the fused order here).
@@ -364,19 +404,20 @@ def search_memory(
         # The query's embedding is computed while the lexical voice's SQL runs (the same vector).
         embedding = embed_ahead(query)
         # Its scores before decay × confidence: _adjust applies them to the fused score, once.
-        lists["lexical"] = voices.lexical(scope, query, limit=lexical_limit, undecayed=True)
+        lists["lexical"] = voices.lexical(scope, query, limit=lexical_limit, undecayed=True, ranking=rows)
         vector = embedding.result()
-        lists["semantic"] = voices.semantic(scope, vector, limit=CANDIDATES)
+        lists["semantic"] = voices.semantic(scope, vector, limit=CANDIDATES, ranking=rows)
     if mode == "hybrid":
         pool = [pk for pk, sim in lists["semantic"] if sim >= RELEVANCE_FLOOR] + [pk for pk, _ in lists["lexical"]]
-        lists["recency"] = voices.temporal(scope, list(dict.fromkeys(pool)), limit=CANDIDATES)
+        lists["recency"] = _recency(scope, list(dict.fromkeys(pool)), rows)
         # Graph seeds are the strongest facts by lexical + semantic evidence; a neighbour inherits
         # the strength of the seed that reaches it (spreading activation over episode edges).
         lexical_total = sum(idf for _, idf, _ in voices.weighted_terms(query)) if LEXICAL_SCALE == "coverage" else None
         direct = fuse({k: lists[k] for k in ("lexical", "semantic")}, WEIGHTS[intent], lexical_total=lexical_total)
         seeds = sorted(direct, key=lambda pk: -direct[pk])[:SEEDS]
         top = direct[seeds[0]] if seeds else 1.0
-        lists["graph"] = voices.graph(scope, seeds, limit=CANDIDATES, strengths={pk: direct[pk] / top for pk in seeds})
+        strengths = {pk: direct[pk] / top for pk in seeds}
+        lists["graph"] = voices.graph(scope, seeds, limit=CANDIDATES, strengths=strengths, ranking=rows)
 
     ranks = {name: _ranks(ranked) for name, ranked in lists.items()}
     if mode == "keyword":
@@ -386,9 +427,13 @@ def search_memory(
     else:
         fused = fuse(lists, {"lexical": 1.0, "semantic": 1.0})
     ordered = sorted(fused, key=lambda pk: -fused[pk])[:head]
-    if mode != "keyword":
-        found = voices.hits_by_id(ordered, extra=reserve)
-    candidates = _candidates(found, as_of if mode != "keyword" else None)
+    if mode == "keyword":
+        candidates = _candidates(found)
+    else:
+        # Ranked from what the voices brought (an as-of scope's semantic voice brings nothing);
+        # only the hits are loaded whole, below.
+        rows.update(rank_rows.load(voices.reader(), [pk for pk in ordered if pk not in rows]))
+        candidates = _ranked_candidates(rows, ordered, repo, as_of)
     ranked: list[Candidate] = []
     for pk in ordered:
         candidate = candidates.get(pk)
@@ -408,9 +453,12 @@ def search_memory(
         ranked = _mmr(shortlist, limit, near)
     else:
         ranked = ranked[:limit]
+    if mode != "keyword":
+        found = voices.hits_by_id([c.pk for c in ranked], extra=reserve)
     hits = [
         Hit(fact=found.fact(c.pk), score=c.score, voices={v: ranks.get(v, {}).get(c.pk) for v in VOICES})
         for c in ranked
+        if c.pk in found.rows  # a fact erased since it was ranked is not shown
     ]
 
     episode_id = None

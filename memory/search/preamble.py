@@ -43,6 +43,7 @@ from memory.recalls import EPISODE_ID_SQL, open_episode, record_recall
 from memory.routing import recall_write
 from memory.search import as_of as as_of_recall
 from memory.search import voices
+from memory.search.loaded import loaded
 from memory.selectors_notes import notes_for
 from memory.services.policies import policy_line
 
@@ -179,17 +180,15 @@ def _policy_of(row: Sequence[Any], alias: str) -> Policy:
     """A Policy with its domain, repo and required role, from _POLICY_COLUMNS' values read on
     the database `alias`."""
     pk, rule, created_at, domain_id, domain_name, repo_id, repo_slug, role_id, role_name = row
-    policy = voices.loaded(
+    policy = loaded(
         Policy,
         alias,
         {"id": pk, "rule": rule, "created_at": created_at, "domain_id": domain_id, "required_role_id": role_id},
     )
-    domain = voices.loaded(MemoryDomain, alias, {"id": domain_id, "name": domain_name, "repo_id": repo_id})
-    domain.repo = voices.loaded(Repo, alias, {"id": repo_id, "slug": repo_slug}) if repo_id is not None else None
+    domain = loaded(MemoryDomain, alias, {"id": domain_id, "name": domain_name, "repo_id": repo_id})
+    domain.repo = loaded(Repo, alias, {"id": repo_id, "slug": repo_slug}) if repo_id is not None else None
     policy.domain = domain
-    policy.required_role = (
-        voices.loaded(Role, alias, {"id": role_id, "name": role_name}) if role_id is not None else None
-    )
+    policy.required_role = loaded(Role, alias, {"id": role_id, "name": role_name}) if role_id is not None else None
     return policy
 
 

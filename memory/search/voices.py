@@ -6,30 +6,30 @@ supersession, status and expiry are applied in one place (memory.querysets).
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from django.db import DEFAULT_DB_ALIAS, models
+from django.db import DEFAULT_DB_ALIAS
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import DEFERRED, QuerySet
+from django.db.models import QuerySet
 
 from memory import decay
 from memory.caches import register_cache
 from memory.embeddings import vector_literal
-from memory.models import Fact, MemoryDomain, Repo
+from memory.models import Fact
 from memory.routing import read_connection
+from memory.search import rank_rows
 from memory.search.as_of import mentioned_then_sql
+from memory.search.loaded import HIT_JOINS, Loaded, hit_columns
 
 if TYPE_CHECKING:
     from memory.models import Agent
 
-M = TypeVar("M", bound=models.Model)
 MAX_TERMS = 24
 EF_SEARCH = 200  # the database default (migration 0006); measured in make bench
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_./:+#-]*[A-Za-z0-9+#]|[A-Za-z0-9]")
@@ -274,7 +274,8 @@ def _decay_sql(as_of: datetime | None = None) -> tuple[str, list[Any]]:
     """decay.Weibull.factor for a row of memory_fact: floor + (1 - floor) × exp(-(age/λ')^k), with
     λ' = λ × (1 + RECALL_STRETCH × ln(1 + recall_count)) and λ, k, floor per memory type (a CASE
     over the types, in float8: numeric arithmetic and a per-row subquery cost a third of the
-    ranking). The exponent is capped at 700: exp(-745) underflows float8 and PostgreSQL raises
+    ranking; `1.0 + integer` is numeric, and that ln alone cost 40 % of the lexical statement).
+    The exponent is capped at 700: exp(-745) underflows float8 and PostgreSQL raises
     "value out of range: underflow" — a 700-day-old commitment (λ 14, k 2) made every search fail.
     With `as_of`, the age is measured at as_of from the last mention recorded by then (the recall
     count is today's: its history is not kept)."""
@@ -286,7 +287,7 @@ def _decay_sql(as_of: datetime | None = None) -> tuple[str, list[Any]]:
         mentioned, mentioned_params = mentioned_then_sql(as_of)
         age_days = f"greatest(date_part('epoch', %s::timestamptz - {mentioned}), 0) / 86400.0"
         age_params = [as_of, *mentioned_params]
-    stretched = "(%s::float8 * (1.0 + %s::float8 * ln(1.0 + greatest(memory_fact.recall_count, 0))))"
+    stretched = "(%s::float8 * (1.0 + %s::float8 * ln(1.0::float8 + greatest(memory_fact.recall_count, 0))))"
     branch = f"WHEN %s THEN %s::float8 + %s::float8 * exp(-least(power({age_days} / {stretched}, %s::float8), 700.0))"
     params: list[Any] = [
         x
@@ -305,14 +306,15 @@ def lexical_sql(
     narrow: bool = False,
     matched: bool = False,
     relevance: bool = False,
+    ranking: bool = False,
 ) -> tuple[str, list[Any]] | None:
     """Full-text matches (GIN index) with OR semantics over the text's terms, scored by the IDF of
     the terms each fact contains (plus ts_rank for density) × decay × confidence; with
     `prefer_repo`, that repo's facts come first. With `matched`, each row also brings the summed
     IDF of the terms the fact contains (before ts_rank, decay and confidence: how much of the text's
     term weight it matches). With `relevance`, last, the score before decay and confidence (what
-    hybrid fuses: it applies decay × confidence itself, once). None when the text has no
-    searchable term.
+    hybrid fuses: it applies decay × confidence itself, once). With `ranking`, last, rank_rows'
+    columns. None when the text has no searchable term.
 
     Written as SQL rather than ORM expressions: building the ORM form cost ~10 ms a call."""
     weighted = weighted_terms(text)
@@ -350,6 +352,7 @@ def lexical_sql(
             if relevance
             else ""
         )
+        + (f", {rank_rows.SQL}" if ranking else "")
         + f" FROM memory_fact WHERE {where} AND memory_fact.search_vector @@ ({select_sql})"
         f" ORDER BY {LEXICAL_ORDER} LIMIT %s"
     )
@@ -384,15 +387,26 @@ def narrowing_terms(weighted: Sequence[tuple[str, float, float]], selective: Seq
 
 
 def lexical(
-    scope: Scope, text: str, *, limit: int, prefer_repo: str | None = None, undecayed: bool = False
+    scope: Scope,
+    text: str,
+    *,
+    limit: int,
+    prefer_repo: str | None = None,
+    undecayed: bool = False,
+    ranking: dict[int, rank_rows.RankRow] | None = None,
 ) -> list[tuple[int, float]]:
     """Ranked (id, score) of the lexical voice (with `undecayed`, in the same order, each fact's
     score before decay and confidence). When the rarest term is common, the facts that also
     contain one of the next rarest terms are asked first (narrowing_terms); when they are fewer
     than `limit`, the question is asked again without narrowing. (Narrowing is a bound on work,
-    not exact: a fresh fact with only the common term may lose to an older one with both.)"""
-    rows = _lexical_rows(scope, text, limit=limit, prefer_repo=prefer_repo, relevance=undecayed)
-    return [(row[0], float(row[-1] if undecayed else row[1])) for row in rows]
+    not exact: a fresh fact with only the common term may lose to an older one with both.)
+    With `ranking`, each ranked fact's rank_rows.RankRow is put there."""
+    rows = _lexical_rows(
+        scope, text, limit=limit, prefer_repo=prefer_repo, relevance=undecayed, ranking=ranking is not None
+    )
+    if ranking is not None:
+        ranking.update((row[0], rank_rows.of(row)) for row in rows)
+    return [(row[0], float(row[3] if undecayed else row[1])) for row in rows]
 
 
 def _lexical_rows(
@@ -404,6 +418,7 @@ def _lexical_rows(
     loading: dict[str, Any] | None = None,
     database: BaseDatabaseWrapper | None = None,
     relevance: bool = False,
+    ranking: bool = False,
 ) -> list[tuple[Any, ...]]:
     """The lexical voice's rows (id, score, …); with `loading`, each wrapped by _with_facts."""
     database = database or reader()
@@ -416,7 +431,14 @@ def _lexical_rows(
         for narrow in (True, False) if narrowed else (False,):
             matched = bool(loading and loading.get("matched"))
             query = lexical_sql(
-                scope, text, limit=limit, prefer_repo=prefer_repo, narrow=narrow, matched=matched, relevance=relevance
+                scope,
+                text,
+                limit=limit,
+                prefer_repo=prefer_repo,
+                narrow=narrow,
+                matched=matched,
+                relevance=relevance,
+                ranking=ranking,
             )
             assert query is not None  # the text has searchable terms
             cursor.execute(*(query if loading is None else _with_facts(*query, order=LEXICAL_ORDER, **loading)))
@@ -424,34 +446,6 @@ def _lexical_rows(
             if len(rows) >= limit:
                 break
     return rows
-
-
-@dataclass
-class Loaded:
-    """Ranked (id, score) pairs, the rows of the facts loaded with them (_hit_columns' values, by
-    id; `fact(pk)` makes the Fact), and the value of the `extra` expression asked for (None
-    without it or without rows)."""
-
-    ranked: list[tuple[int, float]]
-    rows: dict[int, Sequence[Any]]
-    extra: Any = None
-    alias: str = DEFAULT_DB_ALIAS
-    vectors: bool = False
-    _facts: dict[int, Fact] = field(default_factory=dict)
-    matched: dict[int, float] = field(default_factory=dict)  # id → matched term weight (lexical_hits)
-
-    def fact(self, pk: int) -> Fact:
-        """The loaded fact `pk` with its domain and repo (built once, only for what is shown)."""
-        if pk not in self._facts:
-            self._facts[pk] = _fact_of(self.rows[pk], vectors=self.vectors, alias=self.alias)
-        return self._facts[pk]
-
-    def value(self, pk: int, name: str) -> Any:
-        """One of HIT_FIELDS of a loaded fact, without making the Fact."""
-        return self.rows[pk][HIT_FIELDS.index(name)]
-
-    def repo_slug(self, pk: int) -> str | None:
-        return self.rows[pk][len(HIT_FIELDS) + 2]
 
 
 def lexical_hits(
@@ -487,90 +481,20 @@ def lexical_hits(
     return found
 
 
-# What recall answers with (search hits, preamble lines, their serializers, ranking): a fact
-# loaded by hits_by_id or lexical_hits has these and its domain and repo; any other field is
-# read on first use (Django's deferred fields).
-HIT_FIELDS = (
-    "id",
-    "workspace_id",
-    "domain_id",
-    "topic",
-    "content",
-    "confidence",
-    "memory_type",
-    "veracity",
-    "status",
-    "created_at",
-    "last_mentioned_at",
-    "valid_for",
-    "not_valid_for",
-    "verification",
-    "session_key",
-    "observed_at",
-    "validated_by",
-    "human_edited",
-    # provenance (issue 39): what a hit carries as GET facts/{id}/ does
-    "origin",
-    "source",
-    "source_file",
-    "source_layer",
-    "rationale",
-    "origin_candidate_id",
-    "recall_count",
-)
-_JSON_FIELDS = {HIT_FIELDS.index("valid_for"), HIT_FIELDS.index("not_valid_for")}
-_HIT_COLUMNS = ", ".join(f"hit.{name}" for name in HIT_FIELDS) + ", hit_domain.name, hit_domain.repo_id, hit_repo.slug"
-_HIT_JOINS = (
-    " LEFT JOIN memory_memorydomain hit_domain ON hit_domain.id = hit.domain_id"
-    " LEFT JOIN memory_repo hit_repo ON hit_repo.id = hit_domain.repo_id"
-)
-
-
-def _hit_columns(vectors: bool, extra: str) -> str:
-    """HIT_FIELDS, domain name, repo id and slug, the vector as text (or NULL), `extra` (or NULL)."""
-    columns = _HIT_COLUMNS + (", hit.embedding::text" if vectors else ", NULL")
-    return columns + (f", (SELECT {extra})" if extra else ", NULL")
-
-
 def _with_facts(
     sql: str, params: list[Any], *, order: str, load: int | None, vectors: bool, extra: str, matched: bool = False
 ) -> tuple[str, list[Any]]:
     """Wrap a ranking query (its rows id, score, preferred) so that each row, in the same order,
-    also brings its fact's columns (_hit_columns): the first `load` rows (every row when None);
+    also brings its fact's columns (hit_columns): the first `load` rows (every row when None);
     with `matched`, the ranking query's `matched` column last."""
     numbered = f"SELECT ranked.*, row_number() OVER (ORDER BY {order}) AS n FROM ({sql}) AS ranked"  # noqa: S608 -- constant fragments and a built query; values are bound params
     join = "hit.id = numbered.id" + (" AND numbered.n <= %s" if load is not None else "")
     wrapped = (
-        f"SELECT numbered.id, numbered.score, {_hit_columns(vectors, extra)}"  # noqa: S608 -- constant fragments; values are bound params
+        f"SELECT numbered.id, numbered.score, {hit_columns(vectors, extra)}"  # noqa: S608 -- constant fragments; values are bound params
         + (", numbered.matched" if matched else "")
-        + f" FROM ({numbered}) AS numbered LEFT JOIN memory_fact hit ON {join}{_HIT_JOINS} ORDER BY numbered.n"
+        + f" FROM ({numbered}) AS numbered LEFT JOIN memory_fact hit ON {join}{HIT_JOINS} ORDER BY numbered.n"
     )
     return wrapped, [*params, *([load] if load is not None else [])]
-
-
-def loaded(model: type[M], alias: str, values: dict[str, Any]) -> M:
-    """An instance of `model` as Django loads one from the database `alias` with only the fields
-    (attnames) of `values`; any other field is read on first use."""
-    fields = model._meta.concrete_fields
-    return model.from_db(alias, [f.attname for f in fields], [values.get(f.attname, DEFERRED) for f in fields])
-
-
-def _fact_of(row: Sequence[Any], *, vectors: bool, alias: str) -> Fact:
-    """A Fact with its domain and repo from _hit_columns' values, as Django would load them from
-    the database `alias`."""
-    width = len(HIT_FIELDS)
-    values = {
-        name: json.loads(v) if i in _JSON_FIELDS and isinstance(v, str) else v
-        for i, (name, v) in enumerate(zip(HIT_FIELDS, row[:width], strict=True))
-    }
-    fact = loaded(Fact, alias, values)
-    domain_name, repo_id, repo_slug, vector_text = row[width : width + 4]
-    domain = loaded(MemoryDomain, alias, {"id": fact.domain_id, "name": domain_name, "repo_id": repo_id})
-    domain.repo = loaded(Repo, alias, {"id": repo_id, "slug": repo_slug}) if repo_id is not None else None
-    fact.domain = domain
-    if vectors:
-        fact.embedding_text = vector_text  # type: ignore[attr-defined]
-    return fact
 
 
 def hits_by_id(ids: Sequence[int], *, extra: str = "") -> Loaded:
@@ -584,7 +508,7 @@ def hits_by_id(ids: Sequence[int], *, extra: str = "") -> Loaded:
         extra = ""  # a standby refuses nextval: the caller reserves on the primary instead
     with database.cursor() as cursor:
         cursor.execute(
-            f"SELECT {_hit_columns(False, extra)} FROM memory_fact hit{_HIT_JOINS} WHERE hit.id = ANY(%s)",  # noqa: S608 -- constant fragments; ids are a bound param
+            f"SELECT {hit_columns(False, extra)} FROM memory_fact hit{HIT_JOINS} WHERE hit.id = ANY(%s)",  # noqa: S608 -- constant fragments; ids are a bound param
             [list(ids)],
         )
         rows = cursor.fetchall()
@@ -598,38 +522,46 @@ def explain(sql: str, params: Sequence[Any]) -> str:
         return "\n".join(row[0] for row in cursor.fetchall())
 
 
-def semantic_sql(scope: Scope, vector: Sequence[float], *, limit: int) -> tuple[str, list[Any]]:
+def semantic_sql(scope: Scope, vector: Sequence[float], *, limit: int, ranking: bool = False) -> tuple[str, list[Any]]:
     """Nearest facts by cosine distance: ORDER BY embedding <=> query LIMIT k is served by the
     HNSW index of the facts recallable now (hnsw.ef_search is 200 for the database, migration
-    0006). For an `as_of` / `valid_at` scope, the query of semantic_then's first candidates."""
+    0006); with `ranking`, each row also brings rank_rows' columns. For an `as_of` / `valid_at`
+    scope, the query of semantic_then's first candidates."""
     if not scope.current:
         reaches = _reaches(limit)
         if not reaches:
             return semantic_exact_sql(scope, vector, limit=limit)
         return semantic_then_sql(scope, vector, limit=limit, reach=reaches[0])
-    return _nearest_sql(scope, vector, limit=limit, order="memory_fact.embedding <=> %s::vector")
+    return _nearest_sql(scope, vector, limit=limit, order="memory_fact.embedding <=> %s::vector", ranking=ranking)
 
 
-def _nearest_sql(scope: Scope, vector: Sequence[float], *, limit: int, order: str) -> tuple[str, list[Any]]:
+def _nearest_sql(
+    scope: Scope, vector: Sequence[float], *, limit: int, order: str, ranking: bool = False
+) -> tuple[str, list[Any]]:
     """(id, similarity) of the scope's `limit` facts first by `order`, an ORDER BY clause naming
     the query vector once as %s: served by the HNSW index when it is the bare distance."""
     where, params = _scope_where(scope)
     literal = vector_literal(vector)
+    columns = f", {rank_rows.SQL}" if ranking else ""
     sql = (
-        "SELECT memory_fact.id, 1 - (memory_fact.embedding <=> %s::vector) FROM memory_fact"  # noqa: S608 -- `where` is the compiled scope queryset and `order` a constant; values are bound params
+        f"SELECT memory_fact.id, 1 - (memory_fact.embedding <=> %s::vector){columns} FROM memory_fact"  # noqa: S608 -- `where` is the compiled scope queryset and `order` a constant; values are bound params
         f" WHERE {where} AND memory_fact.embedding IS NOT NULL ORDER BY {order} LIMIT %s"
     )
     return sql, [literal, *params, literal, limit]
 
 
-def semantic(scope: Scope, vector: Sequence[float], *, limit: int) -> list[tuple[int, float]]:
-    """Ranked (id, similarity) of the semantic voice."""
+def semantic(
+    scope: Scope, vector: Sequence[float], *, limit: int, ranking: dict[int, rank_rows.RankRow] | None = None
+) -> list[tuple[int, float]]:
+    """Ranked (id, similarity) of the semantic voice; with `ranking` (and a current scope), each
+    ranked fact's rank_rows.RankRow is put there."""
     if not scope.current:
         return semantic_then(scope, vector, limit=limit)
-    return [
-        (pk, float(similarity))
-        for pk, similarity in _nearest(*semantic_sql(scope, vector, limit=limit), limit if limit > EF_SEARCH else None)
-    ]
+    wanted = ranking is not None
+    rows = _nearest(*semantic_sql(scope, vector, limit=limit, ranking=wanted), limit if limit > EF_SEARCH else None)
+    if ranking is not None:
+        ranking.update((row[0], rank_rows.of(row)) for row in rows)
+    return [(row[0], float(row[1])) for row in rows]
 
 
 def _nearest(sql: str, params: list[Any], ef_search: int | None) -> list[tuple[Any, ...]]:
@@ -751,11 +683,17 @@ GRAPH_FANOUT = 8.0
 
 
 def graph(
-    scope: Scope, seeds: Sequence[int], *, limit: int, strengths: dict[int, float] | None = None
+    scope: Scope,
+    seeds: Sequence[int],
+    *,
+    limit: int,
+    strengths: dict[int, float] | None = None,
+    ranking: dict[int, rank_rows.RankRow] | None = None,
 ) -> list[tuple[int, float]]:
     """Two hops over episode edges: seed fact → episode it was written in → other facts written
     there. A neighbour scores the strength of the strongest seed reaching it (default: by seed
-    order), so it ranks below the evidence that led to it. One query."""
+    order), so it ranks below the evidence that led to it. One query; with `ranking`, each
+    neighbour's rank_rows.RankRow is put there."""
     if not seeds:
         return []
     strength = strengths or {pk: 1.0 / (1 + i) for i, pk in enumerate(seeds)}
@@ -763,9 +701,10 @@ def graph(
     where, params = _scope_where(scope)
     # As of a moment, only the edges recorded by then.
     edges_sql, edges_params = ("", []) if scope.as_of is None else (" AND n.created_at <= %s", [scope.as_of])
+    columns = f", {rank_rows.SQL}" if ranking is not None else ""
     with reader().cursor() as cursor:
         cursor.execute(
-            "SELECT n.fact_id, max(seed.strength * LEAST(1.0, %s::float8 / e.size))"  # noqa: S608 -- `where` is the compiled scope queryset; values are bound params
+            f"SELECT memory_fact.id, max(seed.strength * LEAST(1.0, %s::float8 / e.size)){columns}"  # noqa: S608 -- `where` is the compiled scope queryset; values are bound params
             " FROM memory_episodefact s"
             " JOIN unnest(%s::bigint[], %s::float8[]) AS seed(id, strength) ON s.fact_id = seed.id"
             " CROSS JOIN LATERAL (SELECT count(*) AS size FROM memory_episodefact c"
@@ -773,7 +712,10 @@ def graph(
             " JOIN memory_episodefact n ON n.episode_id = s.episode_id AND n.relation = 'written'"
             f"{edges_sql} JOIN memory_fact ON memory_fact.id = n.fact_id"
             f" WHERE s.relation = 'written' AND NOT (n.fact_id = ANY(%s)) AND {where}"
-            " GROUP BY n.fact_id ORDER BY 2 DESC, 1 LIMIT %s",
+            " GROUP BY memory_fact.id ORDER BY 2 DESC, 1 LIMIT %s",
             [GRAPH_FANOUT, ids, [strength[pk] for pk in ids], *edges_params, ids, *params, limit],
         )
-        return [(pk, float(score)) for pk, score in cursor.fetchall()]
+        rows = cursor.fetchall()
+    if ranking is not None:
+        ranking.update((row[0], rank_rows.of(row)) for row in rows)
+    return [(row[0], float(row[1])) for row in rows]
