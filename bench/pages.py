@@ -239,8 +239,8 @@ def open_items(ctx: dict, per_kind: int) -> dict[str, int]:
 
 def newest_items() -> dict[str, int]:
     """The newest waiting item of each kind but remember reviews, as the reviewer's list shows it
-    first: its page reads one page of the list (review.views_queue._read_list), where an item past
-    the first page (first_items: the oldest) reads the list twice."""
+    first: an item on the list's first page, beside first_items' items, which may lie further on
+    (review.views_queue reads the list once as keys to find the page that holds an item)."""
     from django.contrib.auth import get_user_model
 
     from review.selectors_queue import queue

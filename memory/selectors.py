@@ -6,8 +6,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
-from django.db.models import OuterRef, Q, QuerySet, Subquery
-from django.db.models.lookups import IsNull
+from django.db.models import Q, QuerySet
 
 from memory.errors import InvalidInput, NotFound
 from memory.models import AuditEvent, Conflict, Fact, FactMention, FactStatus, MemoryDomain, Policy
@@ -189,16 +188,25 @@ def _live(side: str) -> Q:
 # The review queue's possible conflicts (review.selectors_queue.possible_conflicts) are these, and
 # so is the API's `GET conflicts/?status=open`.
 WAITING = Q(status=Conflict.Status.OPEN) & _live("existing") & _live("proposed")
-# One question per disagreement (issue 34): a waiting pair joined to a question (Conflict.question)
-# that still waits is settled with it, so only the question is asked; once that question no longer
-# waits (its facts changed), the pair is asked on its own.
-# Asked as a subquery: as three more joins it tripled PostgreSQL's planning of the queue (issue 38).
-# A scalar subquery (LIMIT 1) is looked up per pair by the question's key: as NOT EXISTS PostgreSQL
-# turned it into an anti-join (or a hashed subplan) over every waiting pair, which on stale
-# statistics it nested over whole tables (17 s at 3,000 facts in a test).
-ASKED_ALONE = Q(question__isnull=True) | Q(
-    IsNull(Subquery(Conflict.objects.filter(WAITING, pk=OuterRef("question_id")).values("pk")[:1]), True)
-)
+
+
+def asked_alone(workspaces: Any) -> Q:
+    """One question per disagreement (issue 34): a waiting pair joined to a question
+    (Conflict.question) that still waits is settled with it, so only the question is asked; once
+    that question no longer waits (its facts changed), the pair is asked on its own. The questions
+    that still wait are read once, as a set (every question of the workspaces' open pairs that is
+    WAITING): looked up pair by pair, a queue with thousands of pairs joined to a few questions ran
+    the lookup once per pair on every page (issue 38: 14.0 → 3.2 ms at 100k facts). Not as NOT
+    EXISTS: PostgreSQL turned that into an anti-join over every waiting pair, which on stale
+    statistics it nested over whole tables (17 s at 3,000 facts in a test)."""
+    questions = Conflict.objects.filter(
+        status=Conflict.Status.OPEN, workspace__in=workspaces, question__isnull=False
+    ).values("question_id")
+    waiting = Conflict.objects.filter(WAITING, pk__in=questions).order_by().values("pk")
+    # a pair without a question is kept: Django's exclude never excludes a NULL question_id
+    return ~Q(question_id__in=waiting)
+
+
 # Stored open, but a fact of the pair was superseded with no live successor to follow, or retired.
 CLOSED = Q(status=Conflict.Status.OPEN) & ~(_live("existing") & _live("proposed"))
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Count, Prefetch, Q, QuerySet, Window
 
 from memory.models import Candidate, PromotionStatus, Replay
 from memory.services.promotion import Scorecard, compute_gates, failing
@@ -51,18 +51,20 @@ def waiting_candidates(
     oldest: bool = False,
     agent: str | None = None,
     pk: int | None = None,
+    pks: list[int] | None = None,
 ) -> list[Candidate]:
     """Open candidates of these domains that need a person or a replay, newest first (`oldest`:
     oldest first), each with `gates`, `waiting_on` and `waiting_label` set. Candidates requiring
     human review are always listed (approved ones too, until promoted or denied); others while a
     gate a person or a replay can satisfy still blocks them. `domain_ids` None: every domain of the
     workspaces; `agent`: only those its submitter's name (an agent's, else the submitter's label)
-    is; `pk`: only that one. A bounded number of queries per `limit` rows."""
-    candidates = open_candidates(workspaces, domain_ids, since=since, agent=agent, pk=pk).order_by(
+    is; `pk`: only that one; `pks`: only those. A bounded number of queries per `limit` rows."""
+    candidates = open_candidates(workspaces, domain_ids, since=since, agent=agent, pk=pk, pks=pks).order_by(
         *(("created_at", "id") if oldest else ("-created_at", "-id"))
     )
     found: list[Candidate] = []
-    for candidate in candidates.iterator(chunk_size=limit):
+    # A few named ones are read at once; a list read in chunks stops once `limit` wait.
+    for candidate in candidates if pks is not None else candidates.iterator(chunk_size=limit):
         gates = compute_gates(candidate)
         waits = waiting_on(gates)
         if not candidate.requires_human_review and not waits:
@@ -76,7 +78,13 @@ def waiting_candidates(
 
 
 def open_candidates(
-    workspaces: Any, domain_ids: set[int] | None, *, since: datetime | None, agent: str | None, pk: int | None
+    workspaces: Any,
+    domain_ids: set[int] | None,
+    *,
+    since: datetime | None,
+    agent: str | None,
+    pk: int | None,
+    pks: list[int] | None = None,
 ) -> QuerySet[Candidate]:
     """The open candidates waiting_candidates reads (its filters, before the gates)."""
     candidates = (
@@ -96,7 +104,51 @@ def open_candidates(
         )
     if pk is not None:
         candidates = candidates.filter(pk=pk)
+    if pks is not None:
+        candidates = candidates.filter(pk__in=pks)
     return candidates
+
+
+def waiting_candidate_keys(
+    workspaces: Any,
+    domain_ids: set[int] | None,
+    *,
+    limit: int,
+    most: int,
+    since: datetime | None = None,
+    oldest: bool = False,
+    agent: str | None = None,
+) -> tuple[list[tuple[datetime, int]], int]:
+    """(created_at, pk) of waiting_candidates(..., limit=limit), in their order, and how many wait
+    (count_waiting_candidates(..., most=most)), without reading in full the candidates that wait on
+    a person whatever their gates (requires_human_review): only the others are read, to compute
+    their gates. When every open candidate is of those, they are counted in the same statement."""
+    candidates = open_candidates(workspaces, domain_ids, since=since, agent=agent, pk=None).order_by(
+        *(("created_at", "id") if oldest else ("-created_at", "-id"))
+    )
+    rows = (
+        candidates.prefetch_related(None)
+        .annotate(open=Window(Count("*")), gated=Window(Count("pk", filter=Q(requires_human_review=False))))
+        .values_list("created_at", "pk", "requires_human_review", "open", "gated")
+    )
+    found: list[tuple[datetime, int]] = []
+    start, counted = 0, None
+    while len(found) < limit:
+        chunk = list(rows[start : start + limit])
+        if chunk and not chunk[0][4]:  # every open candidate waits on a person
+            counted = min(chunk[0][3], most)
+        others = [pk for _, pk, reviewed, *_ in chunk if not reviewed]
+        gated = candidates.filter(pk__in=others) if others else []
+        waiting = {candidate.pk for candidate in gated if waiting_on(compute_gates(candidate))}
+        found += [(at, pk) for at, pk, reviewed, *_ in chunk if reviewed or pk in waiting]
+        if len(chunk) < limit:  # every open candidate was read
+            counted = min(len(found), most)
+            break
+        start += limit
+    found = found[:limit]
+    if counted is None:
+        counted = count_waiting_candidates(workspaces, domain_ids, most=most, since=since, agent=agent)
+    return found, counted
 
 
 def count_waiting_candidates(

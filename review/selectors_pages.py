@@ -7,12 +7,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.postgres.search import SearchQuery, SearchRank
-from django.db.models import F, Q, QuerySet
+from django.core.paginator import Page
+from django.db.models import Count, F, Q, QuerySet, Window
 from django.urls import reverse
 
 from memory import decay
 from memory.models import AccessGrant, AuditEvent, Conflict, EpisodeFact, Fact, MemoryDomain, Policy, Role, Workspace
-from memory.pagination import COUNT_CAP
+from memory.pagination import COUNT_CAP, BoundedPaginator
 from memory.selectors import conflicts_of, fact_history, mentions_of
 from memory.services.policies import policy_budget, policy_line
 from review.access import reviewable_domains
@@ -62,7 +63,8 @@ def _ids(domains: QuerySet[MemoryDomain]) -> list[int]:
 
 def browse_facts(user: Any, workspace: Workspace, params: dict[str, str]) -> tuple[QuerySet[Fact], dict[str, Any]]:
     """The memory browser's facts: full-text only (it may rank differently from search_memory),
-    filtered by domain, type, veracity, status and repo, within the person's domains."""
+    filtered by domain, type, veracity, status and repo, within the person's domains. `extra`:
+    the domains, and `ranked` when a query orders them by rank (browser_pages pages them so)."""
     domains = reviewable_domains(user, workspace)
     # The ids themselves, not a subquery: a workspace's few domains are rarely analysed (too few
     # changes for autovacuum), so PostgreSQL guessed one domain, fetched every fact of each and
@@ -85,7 +87,37 @@ def browse_facts(user: Any, workspace: Workspace, params: dict[str, str]) -> tup
         )
     else:
         qs = qs.order_by("-created_at", "-id")
-    return qs.defer("embedding", "content_embedding", "search_vector"), {"domains": domains}
+    return qs.defer("embedding", "content_embedding", "search_vector"), {"domains": domains, "ranked": bool(q)}
+
+
+def browser_pages(facts: QuerySet[Fact], *, ranked: bool) -> BoundedPaginator:
+    """The paginator of browse_facts' facts: a ranked list read with its count in one pass."""
+    return RankedPaginator(facts, PAGE_SIZE) if ranked else BoundedPaginator(facts, PAGE_SIZE)
+
+
+class RankedPaginator(BoundedPaginator):
+    """BoundedPaginator for facts ordered by a full-text rank. PostgreSQL ranks every match to sort
+    them anyway, so one statement reads the page's ids with the count of all matches (COUNT(*)
+    OVER ()), and a second the page's facts by id: the matches are read once, not again to be
+    counted. The same pages and count as BoundedPaginator."""
+
+    def get_page(self, number: Any) -> Page:
+        self.reach(number)
+        try:
+            wanted = int(number)
+        except (TypeError, ValueError):
+            wanted = 1  # as Paginator.get_page: what is not a number asks for the first page
+        rows = []
+        if wanted >= 1:
+            bottom = (wanted - 1) * self.per_page
+            counted = self.object_list.annotate(matches=Window(Count("*")))  # type: ignore[attr-defined]
+            rows = list(counted.values_list("pk", "matches")[bottom : bottom + self.per_page])
+        if not rows:  # no match, or past the last page: counted, then the page Paginator chooses
+            return super().get_page(number)
+        self.__dict__["count"] = min(rows[0][1], self.cap + 1)  # as BoundedPaginator.count
+        facts = self.object_list.order_by().in_bulk([pk for pk, _ in rows])  # type: ignore[attr-defined]
+        # A fact superseded between the two statements leaves the page as it would the next read.
+        return Page([facts[pk] for pk, _ in rows if pk in facts], wanted, self)
 
 
 def with_decay(facts: list[Fact]) -> list[Fact]:

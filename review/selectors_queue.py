@@ -3,19 +3,20 @@ person may review (review.access). Remember reviews are scoped by workspace memb
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet, Window
 from django.utils import timezone
 
 from memory import access
 from memory.models import Agent, Candidate, Conflict, Fact, FactStatus, MemoryDomain, Workspace
-from memory.selectors import ASKED_ALONE
+from memory.selectors import asked_alone
 from review.access import reviewable_domain_ids, reviews_for
 from review.models import RememberReview
-from review.selectors_held import count_waiting_candidates, waiting_candidates
+from review.selectors_held import count_waiting_candidates, waiting_candidate_keys, waiting_candidates
 
 KINDS = {
     "remember": "Remember review",
@@ -76,176 +77,233 @@ class QueueEntry:
         return getattr(self.obj, "submitted_by_label", "") if self.kind == "candidate" else ""
 
 
-def queue(
-    user: Any,
-    params: dict[str, str],
-    *,
-    limit: int | None = None,
-    pk: int | None = None,
-    ahead_of: int | None = None,
-) -> tuple[list[QueueEntry], dict[str, int]]:
-    """Entries filtered by workspace, domain, kind, agent and age, newest (default) or oldest
-    first, at most `limit` of each kind (LIST_LIMIT; 0: none, the counts only), and the count of
-    each kind over every item the other filters leave, listed or not: the kind filter narrows
-    the list, not the counts (issue 37). With `pk`, only the item of that primary key, of the
-    filtered kind alone (entry_for): an item past the list is as much the person's as a listed
-    one. With `ahead_of` (and `limit=0`), the filtered kind's count is of the items that come before
-    that one in the page's order (items_ahead). A bounded number of queries whatever the queue's length."""
-    limit = LIST_LIMIT if limit is None else limit
-    domain_ids = reviewable_domain_ids(user)
-    visible = access.workspaces(user, "view")
-    if params.get("workspace"):
-        visible = visible.filter(slug=params["workspace"])
-    # Read once: every kind's query then names the ids instead of planning the membership subquery
-    # again (issue 38: PostgreSQL's planning was most of each query's time).
-    workspaces = list(visible.values_list("pk", flat=True))
-    if params.get("domain"):  # by label (`architecture`, `repo:web/context`), among the person's own
-        domain_ids = {
-            d.pk for d in access.domains(user, "decide").select_related("repo") if d.label == params["domain"]
-        }
-    since = None
-    if params.get("age", "").isdecimal():  # a century at most: further back is before year 1
-        since = timezone.now() - timedelta(days=min(int(params["age"]), MAX_AGE_DAYS))
-    listed = [params["kind"]] if params.get("kind") in KINDS else list(KINDS)
-    kinds = listed if pk is not None or ahead_of is not None else list(KINDS)
-    oldest = params.get("order") == "oldest"
-    agent = params.get("agent") or None
-    entries: list[QueueEntry] = []
-    counts = dict.fromkeys(KINDS, 0)
+class ListKey(NamedTuple):
+    """An entry's place in the list, read without the entry: its kind, primary key and moment."""
 
-    def cap(kind: str) -> int:
-        """How many of this kind to list: a kind the filter leaves out is counted only."""
-        return limit if kind in listed else 0
+    kind: str
+    pk: int
+    moment: datetime
 
-    def take(kind: str, items: QuerySet[Any], moment: str, by_agent: Q) -> list[Any]:
-        """The first `cap` items in the page's order (counted, all of them, when there are more)."""
-        if since:
-            items = items.filter(**{f"{moment}__lt": since})
-        if agent:
-            items = items.filter(by_agent)
-        if pk is not None:
-            items = items.filter(pk=pk)
-        if ahead_of is not None:
-            items = _ahead_of(items, moment, ahead_of, oldest=oldest)
-        ordered = items.order_by(*((moment, "id") if oldest else (f"-{moment}", "-id")))
-        most = cap(kind)
-        first = list(ordered[:most]) if most else []
-        counts[kind] = len(first) if len(first) < most else items.count()
-        return first
+    @property
+    def key(self) -> str:
+        return f"{self.kind}-{self.pk}"
 
-    if "remember" in kinds and not params.get("domain"):
-        reviews = (
-            reviews_for(user, RememberReview.objects.all())
-            .filter(status="pending", workspace__in=workspaces)
-            .select_related("workspace", "agent", "repo")
+
+class Queue:
+    """The queue under one person's filters (workspace, domain, kind, agent, age) and order,
+    newest (default) or oldest first: every kind's items as the list merges them, and the count of
+    each kind over every item the other filters leave, listed or not (the kind filter narrows the
+    list, not the counts: issue 37). Reads the person's scope once; each read below costs a bounded
+    number of queries whatever the queue's length."""
+
+    def __init__(self, user: Any, params: dict[str, str]) -> None:
+        self.user, self.params = user, params
+        self.domain_ids = reviewable_domain_ids(user)
+        visible = access.workspaces(user, "view")
+        if params.get("workspace"):
+            visible = visible.filter(slug=params["workspace"])
+        # Read once: every kind's query then names the ids instead of planning the membership subquery
+        # again (issue 38: PostgreSQL's planning was most of each query's time).
+        self.workspaces = list(visible.values_list("pk", flat=True))
+        if params.get("domain"):  # by label (`architecture`, `repo:web/context`), among the person's own
+            self.domain_ids = {
+                d.pk for d in access.domains(user, "decide").select_related("repo") if d.label == params["domain"]
+            }
+        self.since = None
+        if params.get("age", "").isdecimal():  # a century at most: further back is before year 1
+            self.since = timezone.now() - timedelta(days=min(int(params["age"]), MAX_AGE_DAYS))
+        self.listed = [params["kind"]] if params.get("kind") in KINDS else list(KINDS)
+        self.oldest = params.get("order") == "oldest"
+        self.agent = params.get("agent") or None
+
+    def read(self, *, limit: int | None = None, pk: int | None = None) -> tuple[list[QueueEntry], dict[str, int]]:
+        """The entries, at most `limit` of each listed kind (LIST_LIMIT; 0: none, the counts only),
+        in the list's order, and the counts. With `pk`, only the item of that primary key, of the
+        filtered kind alone (entry_for): an item past the list is as much the person's as a listed one."""
+        limit = LIST_LIMIT if limit is None else limit
+        kinds = self.listed if pk is not None else list(KINDS)
+        entries: list[QueueEntry] = []
+        counts = dict.fromkeys(KINDS, 0)
+        for kind in kinds:
+            most = limit if kind in self.listed else 0
+            if kind == "candidate":
+                found = self._candidates(limit=most, pk=pk) if most else []
+                counts[kind] = len(found) if len(found) < most else self._count_candidates()
+                entries += [self._entry(kind, c) for c in found]
+            elif (items := self._items(kind)) is not None:
+                if pk is not None:
+                    items = items.filter(pk=pk)
+                first = list(self._ordered(kind, items)[:most]) if most else []
+                counts[kind] = len(first) if len(first) < most else items.count()
+                entries += [self._entry(kind, item) for item in first]
+        return self._in_list_order(entries, lambda e: e.created_at), counts
+
+    def keys(self, *, limit: int) -> tuple[list[ListKey], dict[str, int]]:
+        """read()'s entries as keys (at most `limit` of each listed kind, in the list's order) and
+        its counts: no item is read in full (issue 38: 100 items with their related rows were most
+        of an item page's time), and a kind's first items are counted in the same statement."""
+        keys: list[ListKey] = []
+        counts = dict.fromkeys(KINDS, 0)
+        for kind in KINDS:
+            most = limit if kind in self.listed else 0
+            if kind == "candidate":
+                if not most:
+                    counts[kind] = self._count_candidates()
+                    continue
+                found, counts[kind] = waiting_candidate_keys(
+                    self.workspaces,
+                    self.domain_ids,
+                    limit=most,
+                    most=QUEUE_SIZE_MAX_CANDIDATES,
+                    since=self.since,
+                    oldest=self.oldest,
+                    agent=self.agent,
+                )
+                keys += [ListKey(kind, pk, moment) for moment, pk in found]
+            elif (items := self._items(kind)) is not None:
+                if not most:
+                    counts[kind] = items.count()
+                    continue
+                # COUNT(*) OVER (): every waiting item is counted in the scan that finds the first.
+                counted = self._ordered(kind, items).annotate(waiting=Window(Count("*")))
+                rows = list(counted.values_list(_MOMENTS[kind], "pk", "waiting")[:most])
+                counts[kind] = rows[0][2] if rows else 0
+                keys += [ListKey(kind, pk, moment) for moment, pk, _ in rows]
+        return self._in_list_order(keys, lambda k: k.moment), counts
+
+    def entries(self, keys: list[ListKey]) -> list[QueueEntry]:
+        """The entries of `keys` (keys() of the same queue), read in full, in the same order: by
+        primary key, the filters having chosen them (an item deleted meanwhile is left out)."""
+        wanted: dict[str, list[int]] = {}
+        for key in keys:
+            wanted.setdefault(key.kind, []).append(key.pk)
+        found: dict[str, QueueEntry] = {}
+        for kind, pks in wanted.items():
+            if kind == "candidate":
+                items: Any = self._candidates(limit=len(pks), pks=pks)
+            else:
+                items = _shown(kind).filter(pk__in=pks).order_by()
+            found.update((entry.key, entry) for entry in (self._entry(kind, item) for item in items))
+        return [found[key.key] for key in keys if key.key in found]
+
+    def _in_list_order(self, rows: list[Any], moment: Callable[[Any], datetime]) -> list[Any]:
+        """Every kind's rows (each kind's in its order, the kinds in KINDS order) merged by moment: a
+        stable sort, so that a tie keeps each kind's order and the kinds' order."""
+        return sorted(rows, key=moment, reverse=not self.oldest)
+
+    def _ordered(self, kind: str, items: QuerySet[Any]) -> QuerySet[Any]:
+        moment = _MOMENTS[kind]
+        return items.order_by(*((moment, "id") if self.oldest else (f"-{moment}", "-id")))
+
+    def _candidates(self, *, limit: int, pk: int | None = None, pks: list[int] | None = None) -> list[Candidate]:
+        return waiting_candidates(
+            self.workspaces,
+            self.domain_ids,
+            since=self.since,
+            limit=limit,
+            oldest=self.oldest,
+            agent=self.agent,
+            pk=pk,
+            pks=pks,
         )
-        entries += [
-            QueueEntry(
-                "remember",
-                f"remember-{r.pk}",
-                f"{r.agent.name if r.agent else 'agent'}: session {r.session_id}",
-                r.workspace,
-                r.repo.slug if r.repo else "",
-                r.created_at,
-                r,
-            )
-            for r in take("remember", reviews, "created_at", Q(agent__name=agent))
-        ]
-    if "candidate" in kinds:
-        # Every candidate waiting on a person or a replay, approved-but-held ones too (issue 18).
-        most = cap("candidate")
-        candidates = (
-            waiting_candidates(workspaces, domain_ids, since=since, limit=most, oldest=oldest, agent=agent, pk=pk)
-            if most
-            else []
+
+    def _count_candidates(self) -> int:
+        """The waiting candidates, counted up to QUEUE_SIZE_MAX_CANDIDATES (their gates are read in Python)."""
+        return count_waiting_candidates(
+            self.workspaces, self.domain_ids, most=QUEUE_SIZE_MAX_CANDIDATES, since=self.since, agent=self.agent
         )
-        counts["candidate"] = len(candidates)
-        if len(candidates) >= most:  # more may wait: count them (their gates are read in Python)
-            counts["candidate"] = count_waiting_candidates(
-                workspaces, domain_ids, most=QUEUE_SIZE_MAX_CANDIDATES, since=since, agent=agent, pk=pk
-            )
-        entries += [
-            QueueEntry(
-                "candidate", f"candidate-{c.pk}", c.proposed_memory[:120], c.workspace, c.domain.label, c.created_at, c
-            )
-            for c in candidates
-        ]
-    if "conflict" in kinds:
-        # A loser implies a winner (conflict_winner_is_of_the_pair); the pair's vectors are never shown.
-        conflicts = (
-            Conflict.objects.filter(
-                workspace__in=workspaces,
-                domain_id__in=domain_ids,
+
+    def _items(self, kind: str) -> QuerySet[Any] | None:
+        """The waiting items of a kind other than candidates under the filters, unordered, with what
+        their entries show; None for remember reviews when a domain is chosen (they have none)."""
+        items: QuerySet[Any]
+        if kind == "remember":
+            if self.params.get("domain"):
+                return None
+            items = reviews_for(self.user, _shown(kind)).filter(status="pending", workspace__in=self.workspaces)
+            by_agent = Q(agent__name=self.agent)
+        elif kind == "conflict":
+            items = _shown(kind).filter(
+                workspace__in=self.workspaces,
+                domain_id__in=self.domain_ids,
                 reviewed_at__isnull=True,
                 loser__veracity="human_stated",
                 winner__isnull=False,
             )
-            .select_related("workspace", "domain__repo", "winner__created_by_agent", "loser")
-            .defer(
-                *(
-                    f"{side}__{field}"
-                    for side in ("winner", "loser")
-                    for field in ("embedding", "content_embedding", "search_vector")
-                )
+            by_agent = Q(winner__created_by_agent__name=self.agent)
+        elif kind == "possible":
+            items = possible_conflicts(self.workspaces, self.domain_ids)
+            by_agent = Q(proposed__created_by_agent__name=self.agent)
+        else:
+            items = _shown(kind).filter(
+                workspace__in=self.workspaces,
+                domain_id__in=self.domain_ids,
+                status="challenged",
+                superseded_by__isnull=True,
             )
+            by_agent = Q(created_by_agent__name=self.agent)
+        if self.since:
+            items = items.filter(**{f"{_MOMENTS[kind]}__lt": self.since})
+        return items.filter(by_agent) if self.agent else items
+
+    @staticmethod
+    def _entry(kind: str, obj: Any) -> QueueEntry:
+        if kind == "remember":
+            title = f"{obj.agent.name if obj.agent else 'agent'}: session {obj.session_id}"
+            return QueueEntry(
+                kind, f"{kind}-{obj.pk}", title, obj.workspace, obj.repo.slug if obj.repo else "", obj.created_at, obj
+            )
+        if kind == "candidate":
+            title = obj.proposed_memory
+        elif kind == "conflict":
+            title = obj.winner.content
+        elif kind == "possible":
+            title = obj.proposed.content
+        else:
+            title = obj.content
+        moment = getattr(obj, _MOMENTS[kind])
+        return QueueEntry(kind, f"{kind}-{obj.pk}", title[:120], obj.workspace, obj.domain.label, moment, obj)
+
+
+# The moment that places an item of each kind in the list.
+_MOMENTS = {
+    "remember": "created_at",
+    "candidate": "created_at",
+    "conflict": "detected_at",
+    "possible": "detected_at",
+    "challenged": "status_changed_at",
+}
+
+
+def _shown(kind: str) -> QuerySet[Any]:
+    """The items of a kind other than candidates with what their entries and pages show (their
+    related rows), unfiltered."""
+    if kind == "remember":
+        return RememberReview.objects.select_related("workspace", "agent", "repo")
+    if kind == "conflict":
+        # A loser implies a winner (conflict_winner_is_of_the_pair); the pair's vectors are never shown.
+        return Conflict.objects.select_related("workspace", "domain__repo", "winner__created_by_agent", "loser").defer(
+            *_vectors("winner", "loser")
         )
-        entries += [
-            QueueEntry(
-                "conflict", f"conflict-{c.pk}", c.winner.content[:120], c.workspace, c.domain.label, c.detected_at, c
-            )
-            for c in take("conflict", conflicts, "detected_at", Q(winner__created_by_agent__name=agent))
-        ]
-    if "possible" in kinds:
-        entries += [
-            QueueEntry(
-                "possible", f"possible-{c.pk}", c.proposed.content[:120], c.workspace, c.domain.label, c.detected_at, c
-            )
-            for c in take(
-                "possible",
-                possible_conflicts(workspaces, domain_ids),
-                "detected_at",
-                Q(proposed__created_by_agent__name=agent),
-            )
-        ]
-    if "challenged" in kinds:
-        facts = (
-            Fact.objects.filter(
-                workspace__in=workspaces, domain_id__in=domain_ids, status="challenged", superseded_by__isnull=True
-            )
-            .select_related("workspace", "domain__repo", "created_by_agent")
-            .defer("embedding", "content_embedding", "search_vector")
-        )
-        entries += [
-            QueueEntry(
-                "challenged", f"challenged-{f.pk}", f.content[:120], f.workspace, f.domain.label, f.status_changed_at, f
-            )
-            for f in take("challenged", facts, "status_changed_at", Q(created_by_agent__name=agent))
-        ]
-    entries.sort(key=lambda e: e.created_at, reverse=not oldest)
-    return entries, counts
+    if kind == "possible":
+        return Conflict.objects.select_related(
+            "workspace", "domain__repo", "existing", "proposed__created_by_agent"
+        ).defer(*_vectors("existing", "proposed"))
+    return Fact.objects.select_related("workspace", "domain__repo", "created_by_agent").defer(
+        "embedding", "content_embedding", "search_vector"
+    )
 
 
-def _ahead_of(items: QuerySet[Any], moment: str, pk: int, *, oldest: bool) -> QuerySet[Any]:
-    """The items that come before item `pk` in the list's order (newest first: a later moment, or
-    the same and a greater id). All of them when `pk` is not among `items`; none when it has no
-    moment (its place is unknown, so that it is looked for)."""
-    row = items.filter(pk=pk).values_list(moment).first()
-    if row is None:
-        return items
-    if row[0] is None:
-        return items.none()
-    before = "lt" if oldest else "gt"
-    return items.filter(Q(**{f"{moment}__{before}": row[0]}) | Q(**{moment: row[0], f"id__{before}": pk}))
+def _vectors(*sides: str) -> list[str]:
+    """The vector fields of the facts on these sides of a conflict: never shown, so never read."""
+    return [f"{side}__{field}" for side in sides for field in ("embedding", "content_embedding", "search_vector")]
 
 
-def items_ahead(user: Any, params: dict[str, str], kind: str, pk: int) -> int | None:
-    """How many items of `kind` come before item `pk` in the list's order under `params` (its
-    place in its kind: at LIST_LIMIT or more it is not listed), all of them when it is not in that
-    list. None for candidates, whose waiting is read in Python (their place is found by reading
-    the list)."""
-    if kind not in KINDS or kind == "candidate":
-        return None
-    return queue(user, {**params, "kind": kind}, limit=0, ahead_of=pk)[1][kind]
+def queue(
+    user: Any, params: dict[str, str], *, limit: int | None = None, pk: int | None = None
+) -> tuple[list[QueueEntry], dict[str, int]]:
+    """Queue(user, params).read(): the entries (at most `limit` of each kind) and the counts."""
+    return Queue(user, params).read(limit=limit, pk=pk)
 
 
 def queue_counts(user: Any) -> dict[str, int]:
@@ -266,19 +324,7 @@ def possible_conflicts(workspaces: Any, domain_ids: set[int] | None) -> QuerySet
         for side in ("existing", "proposed")
         for test, value in (("superseded_by__isnull", True), ("status__in", [FactStatus.ACTIVE, FactStatus.CHALLENGED]))
     }
-    return (
-        Conflict.objects.filter(scope, status=Conflict.Status.OPEN)
-        .filter(**live)
-        .filter(ASKED_ALONE)
-        .select_related("workspace", "domain__repo", "existing", "proposed__created_by_agent")
-        .defer(
-            *(
-                f"{side}__{field}"
-                for side in ("existing", "proposed")
-                for field in ("embedding", "content_embedding", "search_vector")
-            )
-        )
-    )
+    return _shown("possible").filter(scope, status=Conflict.Status.OPEN).filter(**live).filter(asked_alone(workspaces))
 
 
 # Candidates read at most by the metrics' gauge per scrape; beyond, the gauge shows this many.

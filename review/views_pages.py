@@ -17,7 +17,6 @@ from django.views.decorators.http import require_POST
 from memory.actors import Actor
 from memory.errors import EngramError
 from memory.models import POLICY_BUDGET_MAX, FactStatus, GrantLevel, MemoryType, Policy, Veracity, Workspace
-from memory.pagination import BoundedPaginator
 from memory.selectors_exposure import fact_trail
 from memory.services.facts import supersede_fact
 from memory.services.lifecycle import archive_fact
@@ -97,7 +96,7 @@ def grant_changes(request: HttpRequest, slug: str) -> HttpResponse:
 def browser(request: HttpRequest, slug: str) -> HttpResponse:
     workspace = workspace_for(request.user, slug)
     qs, extra = pages.browse_facts(request.user, workspace, request.GET.dict())
-    page = BoundedPaginator(qs, pages.PAGE_SIZE).get_page(request.GET.get("page"))
+    page = pages.browser_pages(qs, ranked=extra["ranked"]).get_page(request.GET.get("page"))
     facts = pages.with_decay(list(page.object_list))
     context = {
         "workspace": workspace,

@@ -4,8 +4,7 @@ diffs and the evidence, and decisions taken in place with htmx."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any, overload
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -42,11 +41,12 @@ from review.selectors_items import (
 from review.selectors_queue import (
     BULK_KINDS,
     KINDS,
+    ListKey,
+    Queue,
     QueueEntry,
     entry_for,
     filter_choices,
     live_rivals,
-    queue,
 )
 
 # The buttons of a possible conflict: the resolution, and which fact wins a contradiction.
@@ -81,66 +81,13 @@ def _asked_list_query(request: HttpRequest) -> str:
     return _list_query(_list_params(request), int(raw) if raw.isdecimal() and len(raw) < 10 else 1)
 
 
-class _Listed(Sequence[QueueEntry]):
-    """The list as the Paginator sees it: `total` entries long (every kind's, up to LIST_LIMIT
-    each), of which only the first `len(entries)` are read; a page never reaches past those."""
-
-    def __init__(self, entries: list[QueueEntry], total: int) -> None:
-        self.entries, self.total = entries, total
-
-    def __len__(self) -> int:
-        return self.total
-
-    @overload
-    def __getitem__(self, index: int) -> QueueEntry: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[QueueEntry]: ...
-    def __getitem__(self, index: int | slice) -> QueueEntry | list[QueueEntry]:
-        return self.entries[index]
-
-
-def _pages_to_read(asked: str | None) -> int:
-    """How many pages of the list the page asked for needs read: its own number (a number past the
-    last page gets the last page, which needs fewer)."""
-    return int(asked) if asked and asked.isdecimal() and 0 < len(asked) < 6 and int(asked) > 0 else 1
-
-
-def _list_page(entries: list[QueueEntry], total: int, asked: str | None, item_key: str | None) -> Page:
+def _list_page(keys: list[ListKey], asked: str | None, item_key: str | None) -> Page:
     """The page asked for; on an item's page, the page that holds the item whichever was asked
-    (decisions and new items move entries between pages after a link is made). `entries` are the
-    list's first entries in order, as many as the page needs."""
-    pages = Paginator(_Listed(entries, total), PAGE_SIZE)
-    at = next((i for i, e in enumerate(entries) if e.key == item_key), None) if item_key else None
+    (decisions and new items move entries between pages after a link is made). `keys`: the whole
+    list (every kind's first LIST_LIMIT) in order."""
+    pages = Paginator(keys, PAGE_SIZE)
+    at = next((i for i, k in enumerate(keys) if k.key == item_key), None) if item_key else None
     return pages.page(at // PAGE_SIZE + 1) if at is not None else pages.get_page(asked)
-
-
-def _read_list(
-    request: HttpRequest, params: dict[str, str], current_key: str | None
-) -> tuple[list[QueueEntry], dict[str, int]]:
-    """The list's entries in order, as far as the page asked for needs (issue 38: each kind's
-    first `pages × PAGE_SIZE` items place the merged list's first as many exactly; a list of
-    LIST_LIMIT of each kind cost 200 ms at 10k facts), and the counts. On an item's page whose
-    item is not among them, the whole list, to find the page that holds it."""
-    reach = min(selectors_queue.LIST_LIMIT, _pages_to_read(request.GET.get("page")) * PAGE_SIZE)
-    entries, counts = queue(request.user, params, limit=reach)
-    entries = entries[:reach]  # past it, other kinds' entries may be missing
-    missing = bool(current_key) and not any(e.key == current_key for e in entries)
-    if missing and reach < selectors_queue.LIST_LIMIT and _may_be_listed(request, params, current_key or "", counts):
-        entries, counts = queue(request.user, params)
-    return entries, counts
-
-
-def _may_be_listed(request: HttpRequest, params: dict[str, str], key: str, counts: dict[str, int]) -> bool:
-    """Whether the item `key` may lie in the list past what was read: not when the kind filter
-    leaves its kind out, nor when LIST_LIMIT or more of its kind come before it (the oldest of a
-    long kind: reading the whole list to learn it is not there took 240 ms at 10k facts)."""
-    kind, _, pk = key.partition("-")
-    if params.get("kind") in KINDS and params["kind"] != kind:
-        return False
-    if counts.get(kind, 0) <= selectors_queue.LIST_LIMIT or not pk.isdecimal():
-        return True
-    ahead = selectors_queue.items_ahead(request.user, params, kind, int(pk))
-    return ahead is None or ahead < selectors_queue.LIST_LIMIT
 
 
 def _queue_context(request: HttpRequest, current_key: str | None = None) -> dict:
@@ -151,16 +98,17 @@ def _queue_context(request: HttpRequest, current_key: str | None = None) -> dict
     is highlighted on the page that holds it (`current_listed`: False when the filters leave it
     out); an htmx refresh names the highlighted entry in `current` and stays on its page."""
     params = _list_params(request)
-    entries, counts = _read_list(request, params, current_key)
+    waiting = Queue(request.user, params)
+    # The whole list as keys (each kind's first LIST_LIMIT): every kind is counted in the scan that
+    # finds its first items anyway, so the page holding any item is found in one read; only the
+    # page's entries are then read in full (issue 38: the list read in full, twice for an item past
+    # the first page, was most of an item page's time).
+    keys, counts = waiting.keys(limit=selectors_queue.LIST_LIMIT)
     shown = [params["kind"]] if params.get("kind") in KINDS else list(KINDS)
-    # Every kind lists at most LIST_LIMIT of its items; the counts say how many wait.
-    total = sum(
-        min(counts[k], selectors_queue.LIST_LIMIT) for k in shown if k != "remember" or not params.get("domain")
-    )
-    page = _list_page(entries, total, request.GET.get("page"), current_key)
+    page = _list_page(keys, request.GET.get("page"), current_key)
     domains, agents = filter_choices(request.user)
     return {
-        "entries": list(page),
+        "entries": waiting.entries(list(page)),
         "page_obj": page,
         "counts": counts,
         # Set when a kind has more items than the list holds (selectors_queue.LIST_LIMIT).
@@ -171,7 +119,7 @@ def _queue_context(request: HttpRequest, current_key: str | None = None) -> dict
         "filter_query": urlencode(params),
         "list_query": _list_query(params, page.number),
         "current_key": current_key or request.GET.get("current", ""),
-        "current_listed": any(e.key == current_key for e in entries),
+        "current_listed": any(k.key == current_key for k in keys),
         "bulk_kinds": BULK_KINDS,
         "kinds": KINDS,
         "workspaces": access.workspaces(request.user, "view"),

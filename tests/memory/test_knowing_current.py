@@ -179,7 +179,7 @@ def test_the_question_page_lists_the_pairs_asked_with_it(world, client):
 
 
 def test_a_joined_pair_is_asked_on_its_own_once_its_question_no_longer_waits(world):
-    """selectors.ASKED_ALONE, as the queue reads it: a pair joined to a question waits with it while
+    """selectors.asked_alone, as the queue reads it: a pair joined to a question waits with it while
     the question is open with both facts live; once one of the question's facts leaves the live set
     (retired or superseded; the pair's own facts still live), the pair is asked on its own."""
     x, y, new = _facts(world, "The cache is Redis.", "The cache holds 2 GB.", "The cache is now in memory.")
