@@ -19,7 +19,7 @@ In its own database (ENGRAM_DB_NAME=engram_bench, recreated), for each size:
      reads), and its p95 / p50 (issue 38's targets).
 
 Options (environment): BENCH_SIZES=10000,100000  BENCH_SECONDS=12  BENCH_CLIENTS=1,2,4
-  BENCH_WORKERS=3  BENCH_REPLICA=1 (0: the primary only)
+  BENCH_WORKERS=(2 × cores, as production)  BENCH_REPLICA=1 (0: the primary only)
   BENCH_REUSE=1  measure the facts already in engram_bench (one size; no ingest) — for tuning.
 The targets (issue 22) are read at 2 clients on the primary alone.
 """
@@ -84,7 +84,9 @@ SIZES = [int(x) for x in os.environ.get("BENCH_SIZES", "10000,100000").split(","
 SECONDS = float(os.environ.get("BENCH_SECONDS", "12"))
 CLIENT_COUNTS = [int(x) for x in os.environ.get("BENCH_CLIENTS", "1,2,4").split(",")]
 REUSE = os.environ.get("BENCH_REUSE") == "1"
-WORKERS = int(os.environ.get("BENCH_WORKERS", "3"))
+# The production shape (config/gunicorn_conf.py: gthread, 2 × cores workers, 8 threads each); the
+# bench ran gunicorn's default sync workers until issue 38, a shape nothing serves with.
+WORKERS = int(os.environ.get("BENCH_WORKERS") or 2 * len(os.sched_getaffinity(0)))
 PORT = int(os.environ.get("BENCH_PORT", "8765"))
 REPLICA = os.environ.get("BENCH_REPLICA", "1") == "1"
 TARGETS = {"preamble": 15.0, "keyword": 10.0, "hybrid": 50.0}  # p95 ms at TARGET_CLIENTS, primary alone
@@ -156,7 +158,9 @@ _link_episodes.last = 0  # type: ignore[attr-defined]
 
 
 def start_server(extra_env: dict[str, str] | None = None) -> subprocess.Popen:
-    """gunicorn on loopback, serving the bench database (with `extra_env`, e.g. a replica)."""
+    """gunicorn on loopback as production runs it (config/gunicorn_conf.py: threaded workers,
+    its access log, here thrown away) with WORKERS workers, serving the bench database (with
+    `extra_env`, e.g. a replica)."""
     env = {
         **os.environ,
         "ENGRAM_PRELOAD_MODEL": "1",
@@ -176,6 +180,8 @@ def start_server(extra_env: dict[str, str] | None = None) -> subprocess.Popen:
             sys.executable,
             "-m",
             "gunicorn",
+            "-c",
+            "config/gunicorn_conf.py",
             "config.wsgi",
             "-w",
             str(WORKERS),
@@ -188,6 +194,7 @@ def start_server(extra_env: dict[str, str] | None = None) -> subprocess.Popen:
         ],
         cwd=ROOT,
         env=env,
+        stdout=subprocess.DEVNULL,
         start_new_session=True,
     )
     deadline = time.monotonic() + 120
@@ -373,15 +380,15 @@ def ranking_baselines(tasks: list[str], vectors: list[list[float]], clients: int
     """The endpoints' own ranking statements alone, as search sends them for the bench agent
     (memory.search.voices: scope, grants, IDF weights, decay; built here, run over psycopg with no
     Django): the lexical voice's (every mode runs it) and the semantic voice's, `CANDIDATES` rows
-    each. What the issue's floors leave out: an OR query scored per term is more work than the
+    each, with the columns semantic and hybrid ask of them (the undecayed score, rank_rows). What the issue's floors leave out: an OR query scored per term is more work than the
     full-text floor's AND query by ts_rank, and the scoped HNSW query than the bare one."""
     from memory.search import voices
     from memory.search.hybrid import CANDIDATES
 
     scope = voices.Scope(agent=Agent.objects.get(name="bench-agent"))
-    lexical = [voices.lexical_sql(scope, task, limit=CANDIDATES) for task in tasks]
+    lexical = [voices.lexical_sql(scope, task, limit=CANDIDATES, relevance=True, ranking=True) for task in tasks]
     lexical = [q for q in lexical if q is not None]
-    semantic = [voices.semantic_sql(scope, vector, limit=CANDIDATES) for vector in vectors]
+    semantic = [voices.semantic_sql(scope, vector, limit=CANDIDATES, ranking=True) for vector in vectors]
     return [
         _statements(name, lambda i, q=queries: q[i % len(q)], clients)
         for name, queries in ((LEXICAL_RANKING, lexical), (SEMANTIC_RANKING, semantic))
@@ -658,7 +665,7 @@ def report(result: dict) -> None:
 def main() -> None:
     print(
         f"bench: sizes {SIZES}, {', '.join(map(str, CLIENT_COUNTS))} concurrent clients × {SECONDS:g} s per endpoint, "
-        f"gunicorn {WORKERS} workers{', then with a streaming replica' if REPLICA else ''}",
+        f"gunicorn {WORKERS} threaded workers (config/gunicorn_conf.py){', then with a streaming replica' if REPLICA else ''}",
         flush=True,
     )
     results = []
