@@ -19,14 +19,14 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 # Each over the row `memory_fact`, in RankRow's order.
 COLUMNS = (
     "memory_fact.memory_type",
-    "extract(epoch FROM memory_fact.last_mentioned_at)::float8",
+    "date_part('epoch', memory_fact.last_mentioned_at)",
     "memory_fact.confidence",
-    "extract(epoch FROM memory_fact.observed_at)::float8",
+    "date_part('epoch', memory_fact.observed_at)",
     # a person vouched for it: validated (by a replay or a person) or edited by a person
     "(memory_fact.validated_by <> '' OR memory_fact.human_edited)",
     "memory_fact.veracity",
     "memory_fact.recall_count",
-    "extract(epoch FROM memory_fact.created_at)::float8",
+    "date_part('epoch', memory_fact.created_at)",
     "memory_fact.domain_id",
 )
 SQL = ", ".join(COLUMNS)
