@@ -63,7 +63,7 @@ from memory.services.conflicts import (
 from memory.services.conflicts import decide_winner as decide_winner
 from memory.services.conflicts import reinforce as reinforce
 from memory.services.locking import write_planned
-from memory.services.nearby import live_rows, nearest_ids_many, nearest_live
+from memory.services.nearby import NEIGHBOURS, live_rows, nearest_ids_many, nearest_live
 from memory.services.tenancy import require_visible_domain
 
 TOPIC_MAX = 200
@@ -237,17 +237,21 @@ def propose_fact(
     )
 
 
-def read_before_locking(items: Sequence[tuple[tuple[int, str], str, Meaning]]) -> None:
-    """Compare each (domain+topic, text, vectors) with the live facts of its domain nearest to it,
-    and with the earlier items of the same domain, before any lock is taken: the pair model's
-    answers stay cached, so the locked step that decides again finds them instead of running the
-    model under the locks. What changed meanwhile is still compared under the locks. Nothing to do
-    when the pair model is off (the rules alone are fast)."""
+def read_before_locking(items: Sequence[tuple[tuple[int, str], str, Meaning]], *, beyond: int = 0) -> None:
+    """Compare each (domain+topic, text, vectors) with the live facts of its domain nearest to it
+    (`beyond` more than the write compares: a batch's earlier item that decides a conflict takes a
+    fact out of the live set, and the next nearest moves in), and with the earlier items of the
+    same domain, before any lock is taken: the pair model's answers stay cached, so the locked step
+    that decides again finds them instead of running the model under the locks. What changed
+    meanwhile is still compared under the locks. Nothing to do when the pair model is off (the
+    rules alone are fast)."""
     from memory import pair_model
 
     if not items or not pair_model.enabled():
         return
-    nearest = nearest_ids_many([(domain_id, meaning.content) for (domain_id, _), _, meaning in items])
+    nearest = nearest_ids_many(
+        [(domain_id, meaning.content) for (domain_id, _), _, meaning in items], limit=NEIGHBOURS + beyond
+    )
     rows = {f.pk: f for f in live_rows({pk for ids in nearest for pk in ids})}
     earlier: dict[int, list[Fact]] = {}
     statements = []

@@ -48,15 +48,18 @@ def write_planned(
     domains: Callable[[P], Iterable[int]],
     changed: StateConflict,
     attempts: int = ATTEMPTS,
+    readings: int = ATTEMPTS,
 ) -> R:
     """plan(hint) outside any transaction (hint None the first time, else the last Replan's), then
     in one transaction lock `domains(plan)` in sorted order and `write(plan)`; on Replan, plan
-    again; on NeedsInference, do that work outside and write the same plan again. Raises `changed`
-    after `attempts` plans that each went stale (or one that kept needing inference)."""
+    again; on NeedsInference, do that work outside and write the same plan again, at most
+    `readings` times a plan (a batch passes its length: each stop reads what one item missed, so
+    the next write passes that item). Raises `changed` after `attempts` plans that each went stale
+    (or one that kept needing inference)."""
     hint: H | None = None
     for _ in range(attempts):
         planned = plan(hint)
-        for _ in range(attempts):
+        for _ in range(readings):
             try:
                 with transaction.atomic():
                     lock_domains(domains(planned))

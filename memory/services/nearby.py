@@ -53,7 +53,7 @@ def nearest_ids(domain_id: int, vector: Sequence[float], *, limit: int = NEIGHBO
     return ids
 
 
-def nearest_ids_many(queries: Sequence[tuple[int, Sequence[float]]]) -> list[list[int]]:
+def nearest_ids_many(queries: Sequence[tuple[int, Sequence[float]]], *, limit: int = NEIGHBOURS) -> list[list[int]]:
     """`nearest_ids` for each (domain id, content vector), in two queries whatever their number
     (a batch's items: a lateral join of the queries against their domains' live rows)."""
     if not queries:
@@ -66,7 +66,7 @@ def nearest_ids_many(queries: Sequence[tuple[int, Sequence[float]]]) -> list[lis
             " AND superseded_by_id IS NULL AND status IN ('active', 'challenged')"
             " AND COALESCE(content_embedding, embedding) IS NOT NULL"
             " ORDER BY COALESCE(content_embedding, embedding) <=> q.v, id LIMIT %s) f ORDER BY q.n",
-            [domains, [vector_literal(v) for _, v in queries], NEIGHBOURS],
+            [domains, [vector_literal(v) for _, v in queries], limit],
         )
         out: list[list[int]] = [[] for _ in queries]
         for n, pk in cursor.fetchall():
