@@ -29,7 +29,7 @@ from memory.selectors import conflict_closure, latest_challenges
 from memory.services import promotion
 from memory.services.facts import Outcome as Proposal
 from review.diff import TextDiff, compare_texts
-from review.selectors_queue import QueueEntry
+from review.selectors_queue import QueueEntry, _vectors
 
 
 @dataclass
@@ -81,11 +81,10 @@ def item_entry(user: Any, kind: str, pk: int) -> QueueEntry | None:
         obj = scoped(Candidate).select_related("workspace", "domain__repo").first()
         title, created = (obj.proposed_memory, obj.created_at) if obj else ("", None)
     elif kind in ("conflict", "possible"):
-        obj = (
-            scoped(Conflict)
-            .select_related("workspace", "domain__repo", "winner", "loser", "existing", "proposed")
-            .first()
-        )
+        # Only the pair the kind's page shows, without its vectors (issue 38: the four facts'
+        # joins were most of this query's planning).
+        sides = ("winner", "loser") if kind == "conflict" else ("existing", "proposed")
+        obj = scoped(Conflict).select_related("workspace", "domain__repo", *sides).defer(*_vectors(*sides)).first()
         if obj is not None and kind == "conflict" and obj.winner is None:
             obj = None  # an open possible conflict is not a decided conflict to review
         text = obj and ((obj.winner or obj.proposed).content if kind == "conflict" else obj.proposed.content)

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from memory import access
 from memory.models import Agent, Candidate, Conflict, Fact, FactStatus, MemoryDomain, Workspace
-from memory.selectors import asked_alone
+from memory.selectors import WAITING, asked_alone
 from review.access import reviewable_domain_ids, reviews_for
 from review.models import RememberReview
 from review.selectors_held import count_waiting_candidates, waiting_candidate_keys, waiting_candidates
@@ -130,9 +130,11 @@ class Queue:
                 found = self._candidates(limit=most, pk=pk) if most else []
                 counts[kind] = len(found) if len(found) < most else self._count_candidates()
                 entries += [self._entry(kind, c) for c in found]
+            elif pk is not None and (items := self._items(kind, one=True)) is not None:
+                first = (_asked_alone_one if kind == "possible" else list)(items.filter(pk=pk)) if most else []
+                counts[kind] = len(first)
+                entries += [self._entry(kind, item) for item in first]
             elif (items := self._items(kind)) is not None:
-                if pk is not None:
-                    items = items.filter(pk=pk)
                 first = list(self._ordered(kind, items)[:most]) if most else []
                 counts[kind] = len(first) if len(first) < most else items.count()
                 entries += [self._entry(kind, item) for item in first]
@@ -213,9 +215,11 @@ class Queue:
             self.workspaces, self.domain_ids, most=QUEUE_SIZE_MAX_CANDIDATES, since=self.since, agent=self.agent
         )
 
-    def _items(self, kind: str) -> QuerySet[Any] | None:
+    def _items(self, kind: str, *, one: bool = False) -> QuerySet[Any] | None:
         """The waiting items of a kind other than candidates under the filters, unordered, with what
-        their entries show; None for remember reviews when a domain is chosen (they have none)."""
+        their entries show; None for remember reviews when a domain is chosen (they have none).
+        `one`: the caller asks for one item, and applies possible conflicts' asked-alone rule itself
+        (_asked_alone_one)."""
         items: QuerySet[Any]
         if kind == "remember":
             if self.params.get("domain"):
@@ -232,7 +236,7 @@ class Queue:
             )
             by_agent = Q(winner__created_by_agent__name=self.agent)
         elif kind == "possible":
-            items = possible_conflicts(self.workspaces, self.domain_ids)
+            items = possible_conflicts(self.workspaces, self.domain_ids, asked=not one)
             by_agent = Q(proposed__created_by_agent__name=self.agent)
         else:
             items = _shown(kind).filter(
@@ -312,10 +316,11 @@ def queue_counts(user: Any) -> dict[str, int]:
     return queue(user, {}, limit=0)[1]
 
 
-def possible_conflicts(workspaces: Any, domain_ids: set[int] | None) -> QuerySet[Conflict]:
+def possible_conflicts(workspaces: Any, domain_ids: set[int] | None, *, asked: bool = True) -> QuerySet[Conflict]:
     """Possible conflicts (the classifier was unsure) in these domains (None: all of the
     workspaces'), both facts still live: a pair whose fact was superseded or retired meanwhile has
-    nothing left to decide."""
+    nothing left to decide. With `asked=False`, also those joined to a question that still waits
+    (memory.selectors.asked_alone): for _asked_alone_one, which tests one pair's question itself."""
     scope = Q(workspace__in=workspaces) & (Q() if domain_ids is None else Q(domain_id__in=domain_ids))
     # Both facts live, tested on the joins select_related reads them through (two IN subqueries
     # doubled PostgreSQL's planning time, issue 38).
@@ -324,7 +329,21 @@ def possible_conflicts(workspaces: Any, domain_ids: set[int] | None) -> QuerySet
         for side in ("existing", "proposed")
         for test, value in (("superseded_by__isnull", True), ("status__in", [FactStatus.ACTIVE, FactStatus.CHALLENGED]))
     }
-    return _shown("possible").filter(scope, status=Conflict.Status.OPEN).filter(**live).filter(asked_alone(workspaces))
+    waiting = _shown("possible").filter(scope, status=Conflict.Status.OPEN).filter(**live)
+    return waiting.filter(asked_alone(workspaces)) if asked else waiting
+
+
+def _asked_alone_one(pairs: QuerySet[Conflict]) -> list[Conflict]:
+    """The pairs (one, by primary key, of possible_conflicts(asked=False)) that are asked on their
+    own: asked_alone's rule for one pair, by its question's primary key. The set asked_alone reads
+    (every waiting question of the workspaces) cost 2 ms for a single pair; a pair listed here is
+    open and in the workspaces, so its question waits when that question is WAITING itself."""
+    found = list(pairs)
+    questions = {pair.question_id for pair in found if pair.question_id is not None}
+    if questions:
+        waiting = set(Conflict.objects.filter(WAITING, pk__in=questions).values_list("pk", flat=True))
+        found = [pair for pair in found if pair.question_id not in waiting]
+    return found
 
 
 # Candidates read at most by the metrics' gauge per scrape; beyond, the gauge shows this many.

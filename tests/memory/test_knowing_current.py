@@ -15,7 +15,7 @@ from memory.models import Conflict, Fact
 from memory.services.conflicts import Match, ask, decide_conflict
 from memory.services.facts import FactInput, ProposalResult, propose_fact
 from memory.services.nearby import NEIGHBOURS, nearest_ids
-from review.selectors_queue import possible_conflicts
+from review.selectors_queue import entry_for, possible_conflicts
 from tests.factories import FactFactory
 
 # What a default install runs: the rules, then the pair model's second reading.
@@ -193,3 +193,27 @@ def test_a_joined_pair_is_asked_on_its_own_once_its_question_no_longer_waits(wor
     assert _waiting(world) == [head]
     Fact.objects.filter(pk=x.pk).update(superseded_by=y, superseded_at=timezone.now())  # superseded: not live either
     assert _waiting(world) == [joined]
+
+
+def test_one_pair_read_alone_follows_the_same_asked_alone_rule_as_the_list(world, client):
+    """An item's page reads its pair alone (entry_for, by primary key, issue 38): it is pending,
+    its decision's buttons enabled, exactly when the list would hold it."""
+    x, y, new = _facts(world, "The cache is Redis.", "The cache holds 2 GB.", "The cache is now in memory.")
+    head = ask(proposed=new, chosen=_unsure(x, 0.9), matches=[_unsure(x, 0.9), _unsure(y, 0.7)], by=Actor.system("t"))
+    joined = Conflict.objects.get(existing=y, proposed=new)
+    client.force_login(world.admin_user)
+
+    def pending() -> set[int]:
+        alone = {c.pk for c in (head, joined) if entry_for(world.admin_user, "possible", c.pk) is not None}
+        assert alone == {c.pk for c in _waiting(world)}
+        for c in (head, joined):
+            page = client.get(f"/review/possible/{c.pk}/").content.decode()
+            assert 'value="existing_wins"' in page  # its page, pending or not
+            assert ('<fieldset class="controls" disabled>' not in page) == (c.pk in alone)
+        return alone
+
+    assert pending() == {head.pk}
+    Fact.objects.filter(pk=x.pk).update(status="deprecated")  # the question no longer waits
+    assert pending() == {joined.pk}
+    Fact.objects.filter(pk=x.pk).update(status="active")
+    assert pending() == {head.pk}
