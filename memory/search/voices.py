@@ -343,23 +343,53 @@ def lexical_sql(
             " WHERE r.slug = %s))"
         )
         repo_params = [prefer_repo]
-    sql = (
-        f"SELECT memory_fact.id, ({idf_sql} + ts_rank(memory_fact.search_vector, {tsquery(weighted)}, 1))"  # noqa: S608 -- fragments built in code from %s placeholders; every value is a bound param
-        f" * {decay_sql} * memory_fact.confidence AS score, {preferred_sql} AS preferred"
-        + (f", ({idf_sql}) AS matched" if matched else "")
-        + (
-            f", ({idf_sql} + ts_rank(memory_fact.search_vector, {tsquery(weighted)}, 1)) AS relevance"
-            if relevance
-            else ""
-        )
-        + (f", {rank_rows.SQL}" if ranking else "")
-        + f" FROM memory_fact WHERE {where} AND memory_fact.search_vector @@ ({select_sql})"
-        f" ORDER BY {LEXICAL_ORDER} LIMIT %s"
+    # Each matched row's term weight and density are computed once, below an optimisation fence
+    # (OFFSET 0: PostgreSQL would otherwise inline them into every column that reads them), and
+    # rank_rows' columns only for the `limit` rows kept (issue 38: the relevance column computed
+    # them a second time, and rank_rows' for every matched row, 0.5 ms of 3.8 at 870 rows).
+    scan = (
+        f"SELECT {_CARRIED}, ({idf_sql}) AS matched,"  # noqa: S608 -- fragments built in code from %s placeholders; every value is a bound param
+        f" ts_rank(memory_fact.search_vector, {tsquery(weighted)}, 1) AS density"
+        f" FROM memory_fact WHERE {where} AND memory_fact.search_vector @@ ({select_sql}) OFFSET 0"
     )
-    params = [*idf_params, *[w for w, _, _ in weighted], *decay_params, *repo_params]
-    params += [*(idf_params if matched else []), *(idf_params + [w for w, _, _ in weighted] if relevance else [])]
-    params += [*where_params, *select_params]
+    relevance_sql = "(memory_fact.matched + memory_fact.density)"
+    kept = (
+        f"SELECT memory_fact.id, {relevance_sql} * {decay_sql} * memory_fact.confidence AS score,"  # noqa: S608 -- as above
+        f" {preferred_sql} AS preferred"
+        + (", memory_fact.matched" if matched else "")
+        + (f", {relevance_sql} AS relevance" if relevance else "")
+        + (f", {_CARRIED_BUT_ID}" if ranking else "")
+        + f" FROM ({scan}) AS memory_fact ORDER BY {LEXICAL_ORDER} LIMIT %s"
+    )
+    params = [*decay_params, *repo_params, *idf_params, *[w for w, _, _ in weighted], *where_params, *select_params]
+    if not ranking:
+        return kept, [*params, limit]
+    named = ["id", "score", "preferred", *(["matched"] if matched else []), *(["relevance"] if relevance else [])]
+    sql = (
+        f"SELECT {', '.join(f'memory_fact.{n}' for n in named)}, {rank_rows.SQL}"  # noqa: S608 -- constant fragments
+        f" FROM ({kept}) AS memory_fact ORDER BY {LEXICAL_ORDER}"
+    )
     return sql, [*params, limit]
+
+
+# The columns of memory_fact that the score, `preferred` and rank_rows read (and as-of decay's
+# last mention), carried from the matched rows to the kept ones under the same names.
+_CARRIED_BUT_ID = ", ".join(
+    f"memory_fact.{c}"
+    for c in (
+        "domain_id",
+        "memory_type",
+        "last_mentioned_at",
+        "recall_count",
+        "confidence",
+        "created_at",
+        "observed_at",
+        "validated_by",
+        "human_edited",
+        "veracity",
+    )
+)
+_CARRIED = f"memory_fact.id, {_CARRIED_BUT_ID}"
 
 
 LEXICAL_ORDER = "preferred DESC, score DESC, id DESC"
