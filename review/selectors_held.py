@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, Prefetch, Q, QuerySet, Window
+from django.db.models import Count, F, FloatField, Func, Prefetch, Q, QuerySet, Window
 
 from memory.models import Candidate, PromotionStatus, Replay
 from memory.services.promotion import Scorecard, compute_gates, failing
@@ -109,6 +109,13 @@ def open_candidates(
     return candidates
 
 
+def epoch(field: str) -> Func:
+    """A timestamp column as epoch seconds (float8 keeps its microseconds, in the same order):
+    the review list's keys sort hundreds of moments and show none, and parsing each as a datetime
+    was a tenth of an item page's Python (issue 38)."""
+    return Func(F(field), template="date_part('epoch', %(expressions)s)", output_field=FloatField())
+
+
 def waiting_candidate_keys(
     workspaces: Any,
     domain_ids: set[int] | None,
@@ -118,8 +125,8 @@ def waiting_candidate_keys(
     since: datetime | None = None,
     oldest: bool = False,
     agent: str | None = None,
-) -> tuple[list[tuple[datetime, int]], int]:
-    """(created_at, pk) of waiting_candidates(..., limit=limit), in their order, and how many wait
+) -> tuple[list[tuple[float, int]], int]:
+    """(created_at as epoch seconds, pk) of waiting_candidates(..., limit=limit), in their order, and how many wait
     (count_waiting_candidates(..., most=most)), without reading in full the candidates that wait on
     a person whatever their gates (requires_human_review): only the others are read, to compute
     their gates. When every open candidate is of those, they are counted in the same statement."""
@@ -129,9 +136,10 @@ def waiting_candidate_keys(
     rows = (
         candidates.prefetch_related(None)
         .annotate(open=Window(Count("*")), gated=Window(Count("pk", filter=Q(requires_human_review=False))))
-        .values_list("created_at", "pk", "requires_human_review", "open", "gated")
+        .annotate(at=epoch("created_at"))
+        .values_list("at", "pk", "requires_human_review", "open", "gated")
     )
-    found: list[tuple[datetime, int]] = []
+    found: list[tuple[float, int]] = []
     start, counted = 0, None
     while len(found) < limit:
         chunk = list(rows[start : start + limit])

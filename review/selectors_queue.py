@@ -16,7 +16,7 @@ from memory.models import Agent, Candidate, Conflict, Fact, FactStatus, MemoryDo
 from memory.selectors import WAITING, asked_alone
 from review.access import reviewable_domain_ids, reviews_for
 from review.models import RememberReview
-from review.selectors_held import count_waiting_candidates, waiting_candidate_keys, waiting_candidates
+from review.selectors_held import count_waiting_candidates, epoch, waiting_candidate_keys, waiting_candidates
 
 KINDS = {
     "remember": "Remember review",
@@ -78,11 +78,12 @@ class QueueEntry:
 
 
 class ListKey(NamedTuple):
-    """An entry's place in the list, read without the entry: its kind, primary key and moment."""
+    """An entry's place in the list, read without the entry: its kind, primary key and moment
+    (as epoch seconds: selectors_held.epoch)."""
 
     kind: str
     pk: int
-    moment: datetime
+    moment: float
 
     @property
     def key(self) -> str:
@@ -167,8 +168,8 @@ class Queue:
                     counts[kind] = items.count()
                     continue
                 # COUNT(*) OVER (): every waiting item is counted in the scan that finds the first.
-                counted = self._ordered(kind, items).annotate(waiting=Window(Count("*")))
-                rows = list(counted.values_list(_MOMENTS[kind], "pk", "waiting")[:most])
+                counted = self._ordered(kind, items).annotate(waiting=Window(Count("*")), at=epoch(_MOMENTS[kind]))
+                rows = list(counted.values_list("at", "pk", "waiting")[:most])
                 counts[kind] = rows[0][2] if rows else 0
                 keys += [ListKey(kind, pk, moment) for moment, pk, _ in rows]
         return self._in_list_order(keys, lambda k: k.moment), counts

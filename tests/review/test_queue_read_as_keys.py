@@ -49,7 +49,7 @@ def test_candidate_keys_are_the_waiting_candidates_in_order_with_their_count(wor
             for most in (2, 10):
                 expected = waiting_candidates(workspaces, None, limit=limit, oldest=oldest)
                 keys, count = waiting_candidate_keys(workspaces, None, limit=limit, most=most, oldest=oldest)
-                assert keys == [(c.created_at, c.pk) for c in expected], (oldest, limit)
+                assert keys == [(c.created_at.timestamp(), c.pk) for c in expected], (oldest, limit)
                 assert count == count_waiting_candidates(workspaces, None, most=most), (limit, most)
     assert verified.pk not in {pk for _, pk in waiting_candidate_keys(workspaces, None, limit=10, most=10)[0]}
 
