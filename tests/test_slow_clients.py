@@ -475,10 +475,13 @@ def _print_figures(m: Measured) -> None:
 
 def _assert_nginx_held_and_cut_off(m: Measured) -> None:
     assert _percentile(m.healthz, 0.99) < 1, m.healthz
-    # The crowd and the polls really were there while /healthz answered (a few of the 16 polls may
-    # be sleeping out a Retry-After when gunicorn handed one worker more than its share).
+    # The crowd and the polls really were there while /healthz answered. A few of the 16 polls may
+    # be sleeping out a Retry-After when gunicorn handed one worker more than its share, and now and
+    # then several at once (one sample of 30 saw 5 in flight, median 15, in a CI run): most samples,
+    # not every one, must have at least half of them in flight.
     held = m.held
-    assert statistics.median(h[0] for h in held) >= 12 and min(h[0] for h in held) >= 8, held
+    assert statistics.median(h[0] for h in held) >= 12, held
+    assert sum(h[0] >= WAITERS // 2 for h in held) >= 0.9 * len(held), held
     # (the slow-header connections opened together are cut off together, and take a moment to return)
     assert statistics.median(h[1] for h in held) >= 90 and min(h[1] for h in held) >= SLOW_BODIES, held
     assert set(m.polls_answered) == {200}, m.polls_answered
