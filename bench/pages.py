@@ -64,6 +64,7 @@ TARGETS = {  # p95 ms (issue 38)
     "item: candidate": 100.0,
     "item: conflict": 100.0,
     "item: possible": 100.0,
+    "item: possible, asked with its question": 100.0,
     "item: challenged": 100.0,
     "item: remember": 100.0,
     **{f"item: {kind}, first page": 100.0 for kind in ("candidate", "conflict", "possible", "challenged")},
@@ -251,19 +252,27 @@ def newest_items() -> dict[str, int]:
 
 
 def first_items() -> dict[str, int]:
-    """One open item of each kind, for a reused database."""
+    """One open item of each kind, for a reused database; for possible conflicts the oldest that
+    waits (past its kind's first 200 listed when more wait), and a pair that waits with the question
+    it is joined to (not an item of its own: its page says where it is decided)."""
     from memory.models import Conflict, Fact, Workspace
     from review.models import RememberReview
     from review.selectors_held import waiting_candidates
+    from review.selectors_queue import possible_conflicts
 
     workspaces = Workspace.objects.filter(slug=WORKSPACE)
-    return {
+    waiting = possible_conflicts(workspaces, None)
+    joined = Conflict.objects.filter(status=Conflict.Status.OPEN, question__isnull=False).exclude(pk__in=waiting)
+    found = {
         "candidate": waiting_candidates(workspaces, None, limit=1)[0].pk,
         "conflict": Conflict.objects.filter(reviewed_at__isnull=True, loser__veracity="human_stated").first().pk,
-        "possible": Conflict.objects.filter(status=Conflict.Status.OPEN).first().pk,
+        "possible": waiting.order_by("detected_at", "id").first().pk,
         "challenged": Fact.objects.filter(status="challenged").first().pk,
         "remember": RememberReview.objects.filter(status="pending").first().pk,
     }
+    if (pair := joined.order_by("detected_at", "id").first()) is not None:
+        found["possible, asked with its question"] = pair.pk
+    return found
 
 
 class Session:
@@ -317,7 +326,7 @@ def pages(items: dict[str, int], newest: dict[str, int]) -> dict[str, str]:
         "floor: GET logout/ (signed in)": "/logout/",
         "dashboard": "/",
         "queue page": "/review/",
-        **{f"item: {kind}": f"/review/{kind}/{pk}/" for kind, pk in items.items() if kind != "remember"},
+        **{f"item: {kind}": f"/review/{kind.split(',')[0]}/{pk}/" for kind, pk in items.items() if kind != "remember"},
         "item: remember": f"/review/remember/{items['remember']}/",
         **{f"item: {kind}, first page": f"/review/{kind}/{pk}/" for kind, pk in newest.items()},
         "memory browser": f"/memory/{ws}/",

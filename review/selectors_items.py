@@ -154,6 +154,21 @@ def decided_of(entry: QueueEntry) -> Decided:
     return Decided(event.actor_label if event else "someone", what, event.created_at if event else None)
 
 
+def asked_with(user: Any, entry: QueueEntry) -> tuple[int, str | None] | None:
+    """For a possible conflict that does not wait on its own because it is joined to a question that
+    still waits (memory.selectors.asked_alone): that question's id, and its page's URL when the
+    person may open it. None for any other item. (Such a pair is neither decided nor closed: its
+    page said "Engram closed it: a fact of the pair is no longer live", both facts live.)"""
+    obj = entry.obj
+    if entry.kind != "possible" or obj.status != Conflict.Status.OPEN or obj.question_id is None:
+        return None
+    if conflict_closure(obj):
+        return None
+    question = obj.question_id
+    may_open = access.restrict(Conflict.objects.filter(pk=question), user, "decide").exists()
+    return question, item_url("possible", question) if may_open else None
+
+
 def _last_event(target_type: str, target_id: int, verbs: list[str]) -> AuditEvent | None:
     return (
         AuditEvent.objects.filter(target_type=target_type, target_id=target_id, verb__in=verbs)

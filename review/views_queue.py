@@ -28,6 +28,7 @@ from review.diff import compare_texts
 from review.forms import QueueDecisionForm
 from review.selectors_items import (
     ItemOutcome,
+    asked_with,
     candidate_outcome,
     challenge_of,
     decided_of,
@@ -147,7 +148,10 @@ def _detail_context(request: HttpRequest, kind: str, pk: int, listed: QueueEntry
             raise Http404("Not in your queue.")
     context: dict[str, Any] = {"entry": entry, "kind": kind, "pk": pk, "pending": pending}
     if not pending:
-        context["decided"] = decided_of(entry)
+        # a pair asked with a question that waits is not decided: it is decided there
+        context["asked_with"] = asked_with(request.user, entry)
+        if context["asked_with"] is None:
+            context["decided"] = decided_of(entry)
     obj = entry.obj
     if kind == "candidate":
         context["gates"] = promotion.compute_gates(obj)

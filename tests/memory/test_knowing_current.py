@@ -210,6 +210,11 @@ def test_one_pair_read_alone_follows_the_same_asked_alone_rule_as_the_list(world
             page = client.get(f"/review/possible/{c.pk}/").content.decode()
             assert 'value="existing_wins"' in page  # its page, pending or not
             assert ('<fieldset class="controls" disabled>' not in page) == (c.pk in alone)
+            # a pair that waits with its question says so, and where it is decided (not "closed")
+            if c == joined and c.pk not in alone:
+                link = f'<a href="/review/possible/{head.pk}/">possible conflict #{head.pk}</a>'
+                assert f"This pair waits with {link}, asked as one question" in page
+                assert "already-decided" not in page
         return alone
 
     assert pending() == {head.pk}
