@@ -358,13 +358,14 @@ def report(rows: list[dict], facts: int, waiting: dict[str, int]) -> None:
         f"\nPages at {facts:,} facts and {sum(waiting.values())} open items ({waiting}), {CLIENTS} clients, "
         f"p50 / p95 ms (load average {os.getloadavg()[0]:.1f}):"
     )
-    print(f"  {'page':<32} {'p50':>7} {'p95':>7} {'- floor p50':>12} {'target p95':>11}  n / errors")
+    width = max(len(row["name"]) for row in rows)
+    print(f"  {'page':<{width}} {'p50':>7} {'p95':>7} {'- floor p50':>12} {'target p95':>11}  n / errors")
     for row in rows:
         target = TARGETS.get(row["name"])
         ok = target is not None and row["p95"] <= target and not row["errors"]
         verdict = "" if target is None else ("met" if ok else "NOT met")
         print(
-            f"  {row['name']:<32} {row['p50']:7.1f} {row['p95']:7.1f} {row['p50'] - floor['p50']:12.1f} "
+            f"  {row['name']:<{width}} {row['p50']:7.1f} {row['p95']:7.1f} {row['p50'] - floor['p50']:12.1f} "
             f"{'' if target is None else f'≤ {target:.0f}':>11}  {row['n']} / {row['errors']}  {verdict}"
         )
 
